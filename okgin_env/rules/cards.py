@@ -1,0 +1,103 @@
+"""Card ids, text and values (RULES.md §1).
+
+A card id is ``suit * 13 + rank`` with rank 0 = Ace ... 12 = King and suits in the order
+Spades, Hearts, Diamonds, Clubs. Sets of cards are handled as Python ``int`` bitmasks
+(bit ``id`` set = card present): union, difference and membership are then single operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+NUM_CARDS = 52
+NUM_RANKS = 13
+NUM_SUITS = 4
+RANKS = "A23456789TJQK"
+SUITS = "SHDC"
+SUIT_SYMBOLS = "♠♥♦♣"
+FULL_DECK_MASK = (1 << NUM_CARDS) - 1
+SUIT_MASK = (1 << NUM_RANKS) - 1
+
+#: Point value of each card id: Ace 1, 2-10 face value, J Q K 10.
+CARD_VALUES: tuple[int, ...] = tuple(min(rank + 1, 10) for _ in range(NUM_SUITS) for rank in range(NUM_RANKS))
+
+
+def rank_of(card: int) -> int:
+    return card % NUM_RANKS
+
+
+def suit_of(card: int) -> int:
+    return card // NUM_RANKS
+
+
+def card_value(card: int) -> int:
+    return CARD_VALUES[card]
+
+
+def card_str(card: int) -> str:
+    """``35 -> "TD"``."""
+    if not isinstance(card, (int,)) or isinstance(card, bool) or not 0 <= card < NUM_CARDS:
+        raise ValueError(f"card id must be an int in 0..51, got {card!r}")
+    return RANKS[card % NUM_RANKS] + SUITS[card // NUM_RANKS]
+
+
+def card_symbol(card: int) -> str:
+    """``35 -> "T♦"``: the text form with a suit symbol, for rendering."""
+    return RANKS[card % NUM_RANKS] + SUIT_SYMBOLS[card // NUM_RANKS]
+
+
+def card_id(text: str | int) -> int:
+    """``"TD" -> 35``. Case-insensitive, accepts ``10`` for ten; an int id is checked and returned."""
+    if isinstance(text, (int,)) and not isinstance(text, bool):
+        if 0 <= text < NUM_CARDS:
+            return int(text)
+        raise ValueError(f"card id must be in 0..51, got {text}")
+    if hasattr(text, "item") and not isinstance(text, str):  # numpy integer
+        return card_id(int(text))
+    if not isinstance(text, str):
+        raise ValueError(f"a card is an id 0..51 or a text like 'AS', 'TD', '10h'; got {text!r}")
+    cleaned = text.strip().upper()
+    if cleaned.startswith("10"):
+        cleaned = "T" + cleaned[2:]
+    if len(cleaned) != 2 or cleaned[0] not in RANKS or cleaned[1] not in SUITS:
+        raise ValueError(
+            f"cannot parse card {text!r}: expected a rank in {RANKS} (or 10) followed by a suit in {SUITS}, e.g. 'TD'"
+        )
+    return SUITS.index(cleaned[1]) * NUM_RANKS + RANKS.index(cleaned[0])
+
+
+def parse_cards(cards: Iterable[str | int] | str) -> list[int]:
+    """Parse card ids or texts; a single string may hold several cards separated by spaces."""
+    if isinstance(cards, str):
+        cards = cards.replace(",", " ").split()
+    return [card_id(c) for c in cards]
+
+
+def to_mask(cards: Iterable[int]) -> int:
+    mask = 0
+    for card in cards:
+        mask |= 1 << card
+    return mask
+
+
+def from_mask(mask: int) -> list[int]:
+    """Card ids of a bitmask, ascending."""
+    cards = []
+    while mask:
+        low = mask & -mask
+        cards.append(low.bit_length() - 1)
+        mask ^= low
+    return cards
+
+
+def mask_value(mask: int) -> int:
+    total = 0
+    while mask:
+        low = mask & -mask
+        total += CARD_VALUES[low.bit_length() - 1]
+        mask ^= low
+    return total
+
+
+def cards_str(cards: Iterable[int]) -> str:
+    return " ".join(card_str(c) for c in cards)
