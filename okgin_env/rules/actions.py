@@ -1,0 +1,35 @@
+"""The action layout (CONTRACT.md): ``Discrete(107)``, the same for every preset and player count."""
+
+from __future__ import annotations
+
+from .cards import card_str
+
+DRAW_STOCK = 0
+TAKE_DISCARD = 1  # also: accept the upcard on the first turn
+PASS = 2  # decline the upcard on the first turn
+DISCARD_BASE = 3  # 3 + c: discard card c
+KNOCK_BASE = 55  # 55 + c: knock, discarding card c face down
+NUM_ACTIONS = 107
+
+
+def discard_action(card: int) -> int:
+    return DISCARD_BASE + card
+
+
+def knock_action(card: int) -> int:
+    return KNOCK_BASE + card
+
+
+def action_str(action: int) -> str:
+    """Readable name of an action id, e.g. ``"discard TD"``."""
+    if action == DRAW_STOCK:
+        return "draw stock"
+    if action == TAKE_DISCARD:
+        return "take discard"
+    if action == PASS:
+        return "pass"
+    if DISCARD_BASE <= action < KNOCK_BASE:
+        return f"discard {card_str(action - DISCARD_BASE)}"
+    if KNOCK_BASE <= action < NUM_ACTIONS:
+        return f"knock {card_str(action - KNOCK_BASE)}"
+    raise ValueError(f"action must be an int in 0..{NUM_ACTIONS - 1}, got {action!r}")

@@ -1,0 +1,111 @@
+"""Rule options as one frozen, validated object, and the two presets (RULES.md §3-§10).
+
+``make_config(rules="classic", **options)`` is the only way users build one: it starts from the
+preset and applies the named options, rejecting unknown names and bad values with a ValueError
+that says what is allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+PRESETS = ("classic", "penalty")
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    """Every rule option; see README "Rules and options" for what each one means."""
+
+    rules: str = "classic"
+    #: Seats at the table: 2 for ``classic``, 2-4 for ``penalty``.
+    num_players: int = 2
+    #: Bonus for going gin (classic: added to the knocker's score; penalty: charged to each other player).
+    gin_bonus: int = 25
+    #: Bonus for an undercut (classic: to the defender; penalty: charged extra to the knocker).
+    undercut_bonus: int = 10
+    #: The match ends when a player's total reaches this.
+    target_score: int = 100
+    #: An Ace upcard means gin only (knock limit 0); off: an Ace allows knocking with 1.
+    ace_upcard_gin_only: bool = True
+    #: Allow discarding the card just taken from the discard pile (off: the standard rule).
+    allow_discard_taken: bool = False
+    #: A round that reaches this many discards ends as a draw (a guard against endless rounds).
+    max_turns: int = 500
+    #: Penalty preset: after this many stock reshuffles, reaching two stock cards draws the round.
+    max_reshuffles: int = 3
+    #: If the upcard is a spade, the round's score (or penalties) is doubled.
+    spade_double: bool = False
+
+    # ---- derived from the preset, not options
+    @property
+    def penalty_scoring(self) -> bool:
+        return self.rules == "penalty"
+
+    @property
+    def reshuffle_stock(self) -> bool:
+        """Penalty preset: an exhausted stock is rebuilt from the discard pile instead of drawing the round."""
+        return self.rules == "penalty"
+
+    @property
+    def tie_is_undercut(self) -> bool:
+        """Classic: a tie (defender deadwood == knocker's) is an undercut. Penalty: only strictly less."""
+        return self.rules == "classic"
+
+    @property
+    def hand_size(self) -> int:
+        return 10 if self.num_players == 2 else 7
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+OPTION_NAMES = tuple(f.name for f in fields(RulesConfig))
+_PRESET_DEFAULTS = {
+    "classic": {},
+    "penalty": {"undercut_bonus": 25},
+}
+_INT_RANGES = {
+    "gin_bonus": (0, 1000),
+    "undercut_bonus": (0, 1000),
+    "target_score": (1, 100_000),
+    "max_turns": (1, 1_000_000),
+    "max_reshuffles": (0, 1000),
+}
+_BOOL_OPTIONS = ("ace_upcard_gin_only", "allow_discard_taken", "spade_double")
+
+
+def make_config(rules: str = "classic", **options: Any) -> RulesConfig:
+    """Build a validated config from a preset name and rule options (RULES.md names)."""
+    if isinstance(rules, RulesConfig):
+        return replace(rules, **options) if options else rules
+    if rules not in PRESETS:
+        raise ValueError(f"unknown rules preset {rules!r}; allowed: {', '.join(PRESETS)}")
+    unknown = sorted(set(options) - set(OPTION_NAMES) - {"rules"})
+    if unknown:
+        raise ValueError(f"unknown rule option(s) {unknown}; allowed: {', '.join(OPTION_NAMES[1:])}")
+    values: dict[str, Any] = {"rules": rules, **_PRESET_DEFAULTS[rules], **options}
+    _validate(values)
+    return RulesConfig(**values)
+
+
+def _validate(values: dict[str, Any]) -> None:
+    rules = values["rules"]
+    num_players = values.get("num_players", 2)
+    allowed_players = (2,) if rules == "classic" else (2, 3, 4)
+    if not _is_int(num_players) or num_players not in allowed_players:
+        raise ValueError(
+            f"num_players={num_players!r} is not allowed with rules={rules!r}; allowed: {list(allowed_players)}"
+        )
+    for name, (low, high) in _INT_RANGES.items():
+        if name in values:
+            value = values[name]
+            if not _is_int(value) or not low <= value <= high:
+                raise ValueError(f"{name}={value!r} is not allowed; expected an int in {low}..{high}")
+    for name in _BOOL_OPTIONS:
+        if name in values and not isinstance(values[name], bool):
+            raise ValueError(f"{name}={values[name]!r} is not allowed; expected True or False")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

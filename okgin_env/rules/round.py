@@ -1,0 +1,260 @@
+"""One round as a state machine: deal, upcard offer, draw, discard/knock, showdown (RULES.md §3-§9).
+
+``RoundState`` holds only plain ints and lists (hands are 52-bit masks), so it copies and pickles
+cheaply. Each phase has one handler; ``apply`` checks the action against ``legal_actions`` first,
+so an illegal action raises ``ValueError`` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
+from .cards import NUM_CARDS, NUM_RANKS, card_id, card_value, from_mask
+from .config import RulesConfig
+from .melds import knock_discards_of_mask
+from .showdown import RoundOutcome, draw_outcome, knock_outcome
+
+
+class Phase(IntEnum):
+    OFFER = 0  # the upcard is offered in turn: take it (1) or pass (2)
+    DRAW = 1  # take the stock top (0) or the discard top (1)
+    DISCARD = 2  # discard (3 + c) or knock (55 + c)
+    OVER = 3
+
+
+STOCK_LEFT_AT_WALL = 2  # RULES.md §7: the round draws (classic) or reshuffles (penalty) at two stock cards
+
+
+def knock_limit_for(upcard: int, config: RulesConfig) -> int:
+    """RULES.md §3: the upcard's value; an Ace means gin only when ``ace_upcard_gin_only``."""
+    value = card_value(upcard)
+    if value == 1 and config.ace_upcard_gin_only:
+        return 0
+    return value
+
+
+def check_deck(deck: Any) -> list[int]:
+    """A deck as 52 card ids (texts accepted), top first; ValueError if it is not a permutation."""
+    try:
+        cards = [card_id(c) for c in deck]
+    except TypeError:
+        raise ValueError(f"deck must be a sequence of 52 card ids or texts, got {type(deck).__name__}") from None
+    if len(cards) != NUM_CARDS or len(set(cards)) != NUM_CARDS:
+        missing = sorted(set(range(NUM_CARDS)) - set(cards))
+        raise ValueError(
+            f"deck must be a permutation of the 52 cards; got {len(cards)} cards"
+            + (f", missing {[card_str_safe(c) for c in missing]}" if missing else "")
+        )
+    return cards
+
+
+def card_str_safe(card: int) -> str:
+    from .cards import card_str
+
+    return card_str(card)
+
+
+class RoundState:
+    """The full (hidden and public) state of one round."""
+
+    def __init__(self, config: RulesConfig, deck: list[int], dealer: int, rng: np.random.Generator | None = None):
+        deck = check_deck(deck)
+        n = config.num_players
+        if not isinstance(dealer, (int, np.integer)) or isinstance(dealer, bool) or not 0 <= dealer < n:
+            raise ValueError(f"dealer must be a seat in 0..{n - 1}, got {dealer!r}")
+        dealer = int(dealer)
+        self.config = config
+        self.num_players = n
+        self.dealer = dealer
+        # Only the penalty preset shuffles during a round (stock reshuffle); a local generator, never a global one.
+        self.rng = rng if rng is not None else np.random.default_rng()
+        dealt = n * config.hand_size
+        self.hands = [0] * n
+        for i in range(dealt):  # one card at a time, starting with the player after the dealer
+            self.hands[(dealer + 1 + i) % n] |= 1 << deck[i]
+        self.upcard = deck[dealt]
+        self.knock_limit = knock_limit_for(self.upcard, config)
+        self.discard_pile = [self.upcard]  # bottom first, top last
+        self.stock = deck[:dealt:-1]  # top last, so pop() draws the top
+        self.phase = Phase.OFFER
+        self.current = (dealer + 1) % n
+        self.offers_declined = 0
+        self.must_draw_stock = False  # after everybody declined the upcard
+        self.taken_card = -1  # card taken from the discard pile this turn (may not be discarded)
+        self.known = [0] * n  # cards each seat is publicly known to hold (taken from the pile, not yet thrown)
+        self.passed = [0] * n  # cards each seat declined (upcard, discard top left for the stock) or threw
+        self.discards = 0
+        self.reshuffles = 0
+        self.history: list[tuple[int, int]] = []  # (seat, action) in order
+        self.outcome: RoundOutcome | None = None
+        self._legal: list[int] | None = None
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def is_over(self) -> bool:
+        return self.phase is Phase.OVER
+
+    @property
+    def discard_top(self) -> int:
+        return self.discard_pile[-1] if self.discard_pile else -1
+
+    def hand(self, seat: int) -> list[int]:
+        return from_mask(self.hands[seat])
+
+    def legal_actions(self) -> list[int]:
+        """Legal action ids for the player to act (``current``), ascending; empty when over."""
+        if self._legal is None:
+            self._legal = self._compute_legal()
+        return self._legal
+
+    def _compute_legal(self) -> list[int]:
+        phase = self.phase
+        if phase is Phase.DRAW:
+            return [DRAW_STOCK] if self.must_draw_stock else [DRAW_STOCK, TAKE_DISCARD]
+        if phase is Phase.DISCARD:
+            hand = self.hands[self.current]
+            forbidden = 0 if self.config.allow_discard_taken or self.taken_card < 0 else 1 << self.taken_card
+            actions = [DISCARD_BASE + c for c in from_mask(hand & ~forbidden)]
+            actions.extend(KNOCK_BASE + c for c in knock_discards_of_mask(hand, self.knock_limit, forbidden))
+            return actions
+        if phase is Phase.OFFER:
+            return [TAKE_DISCARD, PASS]
+        return []
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        mask[self.legal_actions()] = 1
+        return mask
+
+    # ------------------------------------------------------------------ transitions
+    def apply(self, action: int) -> None:
+        """Play ``action`` for the player to act. Illegal actions raise ValueError and change nothing."""
+        legal = self.legal_actions()
+        if action not in legal:
+            self._reject(action, legal)
+        action = int(action)
+        self.history.append((self.current, action))
+        self._legal = None
+        if self.phase is Phase.DISCARD:
+            self._apply_discard(action)
+        elif self.phase is Phase.DRAW:
+            self._apply_draw(action)
+        else:
+            self._apply_offer(action)
+
+    def _reject(self, action: Any, legal: list[int]) -> None:
+        if self.phase is Phase.OVER:
+            raise ValueError("the round is over; no action is legal")
+        if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or not 0 <= action < NUM_ACTIONS:
+            raise ValueError(f"action must be an int in 0..{NUM_ACTIONS - 1}, got {action!r}; legal now: {legal}")
+        names = ", ".join(f"{a} ({action_str(a)})" for a in legal)
+        raise ValueError(
+            f"action {action} ({action_str(int(action))}) is not legal for player {self.current} "
+            f"in phase {self.phase.name}; legal: {names}"
+        )
+
+    def _take_discard_top(self, seat: int) -> None:
+        card = self.discard_pile.pop()
+        self.hands[seat] |= 1 << card
+        self.known[seat] |= 1 << card
+        self.taken_card = card
+        self.phase = Phase.DISCARD
+
+    def _apply_offer(self, action: int) -> None:
+        seat = self.current
+        if action == TAKE_DISCARD:
+            self._take_discard_top(seat)
+            return
+        self.passed[seat] |= 1 << self.upcard
+        self.offers_declined += 1
+        if self.offers_declined == self.num_players:
+            # Everybody declined: the player after the dealer must begin from the stock.
+            self.current = (self.dealer + 1) % self.num_players
+            self.phase = Phase.DRAW
+            self.must_draw_stock = True
+        else:
+            self.current = (seat + 1) % self.num_players
+
+    def _apply_draw(self, action: int) -> None:
+        seat = self.current
+        if action == TAKE_DISCARD:
+            self._take_discard_top(seat)
+            return
+        self.passed[seat] |= 1 << self.discard_pile[-1]  # left the discard top for the stock
+        self.hands[seat] |= 1 << self.stock.pop()
+        self.taken_card = -1
+        self.must_draw_stock = False
+        self.phase = Phase.DISCARD
+
+    def _apply_discard(self, action: int) -> None:
+        seat = self.current
+        self.taken_card = -1
+        if action >= KNOCK_BASE:
+            card = action - KNOCK_BASE
+            self.hands[seat] ^= 1 << card
+            self.known[seat] &= ~(1 << card)
+            self._finish(knock_outcome(self.config, self.hands, seat, self.knock_limit, self.upcard, card))
+            return
+        card = action - DISCARD_BASE
+        bit = 1 << card
+        self.hands[seat] ^= bit
+        self.known[seat] &= ~bit
+        self.passed[seat] |= bit
+        self.discard_pile.append(card)
+        self.discards += 1
+        if self.discards >= self.config.max_turns:
+            self._finish(draw_outcome(self.config, self.hands))
+            return
+        if len(self.stock) <= STOCK_LEFT_AT_WALL:
+            if self.config.reshuffle_stock and self.reshuffles < self.config.max_reshuffles:
+                self._reshuffle()
+            else:
+                self._finish(draw_outcome(self.config, self.hands))
+                return
+        self.current = (seat + 1) % self.num_players
+        self.phase = Phase.DRAW
+
+    def _reshuffle(self) -> None:
+        """Penalty preset: the discard pile but its top, shuffled, goes under the stock's last cards."""
+        under = self.discard_pile[:-1]
+        self.discard_pile = self.discard_pile[-1:]
+        self.stock = [under[i] for i in self.rng.permutation(len(under))] + self.stock
+        self.reshuffles += 1
+
+    def _finish(self, outcome: RoundOutcome) -> None:
+        self.outcome = outcome
+        self.phase = Phase.OVER
+        self._legal = []
+
+    # ------------------------------------------------------------------ copies
+    def clone(self) -> "RoundState":
+        """An independent copy (the random generator is copied too)."""
+        other = copy.copy(self)
+        other.hands = list(self.hands)
+        other.stock = list(self.stock)
+        other.discard_pile = list(self.discard_pile)
+        other.known = list(self.known)
+        other.passed = list(self.passed)
+        other.history = list(self.history)
+        other.rng = copy.deepcopy(self.rng)
+        return other
+
+    def cards_accounted(self) -> int:
+        """Number of distinct cards across hands, stock, pile and the knock discard (always 52)."""
+        seen = 0
+        count = 0
+        for mask in self.hands:
+            seen |= mask
+            count += mask.bit_count()
+        for card in self.stock + self.discard_pile:
+            seen |= 1 << card
+            count += 1
+        if self.outcome is not None and self.outcome.knock_card is not None:
+            seen |= 1 << self.outcome.knock_card
+            count += 1
+        return count if seen.bit_count() == count else -1
