@@ -11,6 +11,8 @@ from .rules.melds import best_melds, deadwood
 from .rules.round import Phase, RoundState
 
 __all__ = [
+    "env",
+    "raw_env",
     "NUM_ACTIONS",
     "MatchState",
     "Phase",
@@ -24,3 +26,5 @@ __all__ = [
     "make_config",
     "parse_cards",
 ]
+
+from .env import env, raw_env  # noqa: E402

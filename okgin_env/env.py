@@ -1,0 +1,275 @@
+"""Oklahoma Gin as a PettingZoo AEC environment.
+
+| | |
+|---|---|
+| Import | ``import okgin_env; env = okgin_env.env()`` or ``pettingzoo.make("aec", "okgin/oklahoma_gin_v0")`` |
+| Agents | ``player_0`` … ``player_{N-1}`` (agent index = seat), N = 2 (``classic``) or 2-4 (``penalty``) |
+| Actions | ``Discrete(107)``: 0 draw stock, 1 take discard / accept upcard, 2 pass, 3+c discard c, 55+c knock discarding c |
+| Observations | ``{"observation": float32 (size by player count), "action_mask": int8 (107,)}`` |
+
+Oklahoma Gin is two-player gin rummy (or 2-4 players with the ``penalty`` preset) in which the
+first upcard sets the knock limit: its value, an Ace meaning gin only. The rules are those of
+``RULES.md`` (see the README for every option and interpretation).
+
+**Turn order.** Draw and discard are two consecutive decisions of the same agent; the upcard
+offer goes around the table first. ``agent_selection`` always names the seat the engine expects.
+
+**Observation.** One flat float32 array of named slices (``okgin_env.observation`` documents the
+layout; ``okgin_env.observation.decode(obs)`` returns the named parts). It holds exactly what the
+seat may know: own hand, the discard pile, the upcard and knock limit, cards each opponent is
+known to hold or declined/threw, stock size, phase, seats, match scores. At the end of a round the
+hands shown at the showdown are visible. The action mask of an agent that is not to act is all
+zeros.
+
+**Rewards.** ``reward="points"`` (default): at the end of each round, each seat receives the
+round's zero-sum reward (classic: the scorer ``+points``, the other ``-points``; penalty: the mean
+penalty of the others minus one's own). ``reward="win"``: ``+1`` to the match winner and ``-1`` to
+the others at the end of the match (with ``episode="round"``: to the round's winner; 0 on a draw).
+
+**Episodes.** ``episode="match"`` (default) deals rounds until a seat reaches ``target_score``;
+``episode="round"`` ends after one round. At the end of every round all agents' ``infos`` hold
+``"round_outcome"`` (kind, knocker, winner, deadwood, melds, layoffs, points, rewards, hands).
+
+**Options.** ``rules``, ``num_players``, every rule option of ``RULES.md`` (``gin_bonus``,
+``undercut_bonus``, ``target_score``, ``ace_upcard_gin_only``, ``allow_discard_taken``,
+``max_turns``, ``max_reshuffles``, ``spade_double``), ``episode``, ``reward``, ``render_mode``
+(``"human"``, ``"ansi"``, ``"rgb_array"``) and ``illegal_action``: ``"raise"`` (default: a
+ValueError naming the legal actions) or ``"terminate"`` (PettingZoo's ``TerminateIllegalWrapper``:
+the offender gets -1 and the episode ends). ``reset(seed=..., options={"deck": [...], "dealer": s})``
+deals the first round from an exact deck (top first) and/or dealer.
+
+**Version history.** v0: first release.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from .observation import encode, layout_for
+from .rules.actions import NUM_ACTIONS
+from .rules.config import OPTION_NAMES, make_config
+from .rules.match import MatchState
+from .rules.showdown import RoundOutcome
+
+ENV_NAME = "oklahoma_gin_v0"
+EPISODES = ("match", "round")
+REWARDS = ("points", "win")
+ILLEGAL_ACTION_MODES = ("raise", "terminate")
+RESET_OPTIONS = ("deck", "dealer")
+
+
+def env(**options: Any) -> AECEnv:
+    """The environment as users get it: the raw env inside PettingZoo's order-enforcing wrapper.
+
+    Actions are checked (with a clear error) inside ``raw_env.step`` itself, so the out-of-bounds
+    wrapper would only repeat that check; ``illegal_action="terminate"`` adds PettingZoo's
+    ``TerminateIllegalWrapper``.
+    """
+    illegal_action = options.pop("illegal_action", "raise")
+    if illegal_action not in ILLEGAL_ACTION_MODES:
+        raise ValueError(f"illegal_action={illegal_action!r}; allowed: {', '.join(ILLEGAL_ACTION_MODES)}")
+    environment: AECEnv = raw_env(**options)
+    if illegal_action == "terminate":
+        environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
+    return wrappers.OrderEnforcingWrapper(environment)
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
+    metadata = {
+        "name": ENV_NAME,
+        "render_modes": ["human", "ansi", "rgb_array"],
+        "is_parallelizable": False,
+        "render_fps": 1,
+    }
+
+    def __init__(
+        self,
+        rules: str = "classic",
+        num_players: int = 2,
+        episode: str = "match",
+        reward: str = "points",
+        render_mode: str | None = None,
+        **rule_options: Any,
+    ):
+        super().__init__()
+        unknown = sorted(set(rule_options) - set(OPTION_NAMES))
+        if unknown:
+            allowed = ["rules", "num_players", "episode", "reward", "render_mode", "illegal_action", *OPTION_NAMES[2:]]
+            raise ValueError(f"unknown option(s) {unknown}; allowed: {', '.join(allowed)}")
+        self.config = make_config(rules, num_players=num_players, **rule_options)
+        if episode not in EPISODES:
+            raise ValueError(f"episode={episode!r}; allowed: {', '.join(EPISODES)}")
+        if reward not in REWARDS:
+            raise ValueError(f"reward={reward!r}; allowed: {', '.join(REWARDS)}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r}; allowed: None, {', '.join(self.metadata['render_modes'])}")
+        self.episode = episode
+        self.reward_mode = reward
+        self.render_mode = render_mode
+        n = self.config.num_players
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agent_name_mapping = {agent: i for i, agent in enumerate(self.possible_agents)}
+        self.layout = layout_for(n)
+        observation_space = spaces.Dict(
+            {
+                "observation": spaces.Box(low=0.0, high=np.inf, shape=(self.layout.size,), dtype=np.float32),
+                "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
+            }
+        )
+        self.observation_spaces = {agent: observation_space for agent in self.possible_agents}
+        self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in self.possible_agents}
+        self.match: MatchState | None = None
+        self.np_random: np.random.Generator | None = None
+        self.last_round_outcome: RoundOutcome | None = None
+
+    # ------------------------------------------------------------------ PettingZoo API
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
+        if unknown:
+            # PettingZoo's api_test passes arbitrary reset options, so unknown keys warn rather than fail.
+            warnings.warn(f"ignoring unknown reset option(s) {unknown}; known: {', '.join(RESET_OPTIONS)}", stacklevel=2)
+        if seed is not None or self.np_random is None:
+            rng, _ = seeding.np_random(seed)
+        else:
+            rng = self.np_random
+        # Validate the injected deck/dealer before touching any state.
+        match = MatchState(self.config, rng, deck=options.get("deck"), dealer=options.get("dealer"))
+        self.np_random = rng
+        self.match = match
+        self.agents = list(self.possible_agents)
+        self.rewards = {agent: 0.0 for agent in self.agents}
+        self._cumulative_rewards = {agent: 0.0 for agent in self.agents}
+        self.terminations = {agent: False for agent in self.agents}
+        self.truncations = {agent: False for agent in self.agents}
+        self.infos = {agent: {} for agent in self.agents}
+        self.last_round_outcome = None
+        self.agent_selection = self.possible_agents[match.round.current]
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        seat = self.agent_name_mapping[agent]
+        match = self._require_match()
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        if agent == self.agent_selection and not self.terminations[agent] and not self.truncations[agent]:
+            mask[match.round.legal_actions()] = 1
+        observation = encode(match.round, match.scores, self.config.target_score, seat)
+        return {"observation": observation, "action_mask": mask}
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        match = self._require_match()
+        legal = match.round.legal_actions()
+        if action not in legal:
+            match.round.apply(action)  # raises a ValueError that names the legal actions
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        for info in self.infos.values():
+            info.pop("round_outcome", None)
+        outcome = match.apply(int(action))
+        if outcome is not None:
+            self._end_round(outcome)
+        if not self.terminations[agent]:
+            self.agent_selection = self.possible_agents[match.round.current]
+        else:
+            self.agent_selection = self._agent_selector_after_end(agent)
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    # ------------------------------------------------------------------ episode bookkeeping
+    def _end_round(self, outcome: RoundOutcome) -> None:
+        match = self._require_match()
+        self.last_round_outcome = outcome
+        summary = outcome.to_dict()
+        for agent in self.agents:
+            self.infos[agent]["round_outcome"] = summary
+        episode_over = self.episode == "round" or match.is_over
+        if self.reward_mode == "points":
+            for agent, value in zip(self.possible_agents, outcome.rewards):
+                self.rewards[agent] = float(value)
+        elif episode_over:
+            winner = outcome.winner if self.episode == "round" else match.winner
+            if winner is not None:
+                for seat, agent in enumerate(self.possible_agents):
+                    self.rewards[agent] = 1.0 if seat == winner else -1.0
+        if episode_over:
+            self.terminations = {agent: True for agent in self.agents}
+            if self.render_mode == "human":
+                self.render()
+        else:
+            match.deal_next_round()
+
+    def _agent_selector_after_end(self, agent: str) -> str:
+        """After the end, each agent in turn is selected once to receive its final reward."""
+        seat = self.agent_name_mapping[agent]
+        return self.possible_agents[(seat + 1) % len(self.possible_agents)]
+
+    def _require_match(self) -> MatchState:
+        if self.match is None:
+            raise RuntimeError("call reset() before using the environment")
+        return self.match
+
+    # ------------------------------------------------------------------ accessors (CONTRACT.md)
+    def hand(self, agent: str) -> list[int]:
+        return self._require_match().round.hand(self.agent_name_mapping[agent])
+
+    @property
+    def discard_pile(self) -> list[int]:
+        return list(self._require_match().round.discard_pile)
+
+    @property
+    def stock_size(self) -> int:
+        return len(self._require_match().round.stock)
+
+    @property
+    def knock_limit(self) -> int:
+        return self._require_match().round.knock_limit
+
+    @property
+    def dealer(self) -> str:
+        return self.possible_agents[self._require_match().round.dealer]
+
+    @property
+    def scores(self) -> dict[str, int]:
+        return dict(zip(self.possible_agents, self._require_match().scores))
+
+    @property
+    def round_state(self):
+        """The engine's current ``RoundState`` (hidden information included: for tools, not agents)."""
+        return self._require_match().round
+
+    # ------------------------------------------------------------------ rendering
+    def render(self) -> Any:
+        if self.render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        from . import render as table
+
+        if self.render_mode == "rgb_array":
+            return table.render_rgb(self)
+        text = table.render_text(self)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
