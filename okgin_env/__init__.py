@@ -11,6 +11,7 @@ from .rules.melds import best_melds, deadwood
 from .rules.round import Phase, RoundState
 
 __all__ = [
+    "GymEnv",
     "env",
     "raw_env",
     "NUM_ACTIONS",
@@ -28,3 +29,18 @@ __all__ = [
 ]
 
 from .env import env, raw_env  # noqa: E402
+from .gym_env import GymEnv  # noqa: E402
+
+
+def _register() -> None:
+    """Make ``pettingzoo.make("aec", "okgin/oklahoma_gin_v0")`` and ``gymnasium.make("OklahomaGin-v0")`` work."""
+    import gymnasium
+    import pettingzoo
+
+    if "okgin/oklahoma_gin_v0" not in pettingzoo.aec_registry:
+        pettingzoo.register("aec", "okgin/oklahoma_gin_v0", entry_point="okgin_env.env:env")
+    if "OklahomaGin-v0" not in gymnasium.registry:
+        gymnasium.register("OklahomaGin-v0", entry_point="okgin_env.gym_env:GymEnv")
+
+
+_register()

@@ -1,0 +1,124 @@
+"""Single-agent Gymnasium view: the learner plays one seat, opponents are policies.
+
+``GymEnv(opponents=None, learner_seat=0, **env_options)``; registered as ``OklahomaGin-v0``.
+Opponents are objects with ``act(observation) -> int`` (default: the random policy), one per
+other seat (a single policy is used for every opponent seat). ``learner_seat="alternate"``
+switches seats every reset so that both seats are learned.
+
+``illegal_action="raise"`` (default) raises a ValueError naming the legal actions;
+``"terminate"`` ends the episode with reward -1 (what unmasked samplers and checkers need).
+
+Observations are the flat float32 array of the learner's seat; the action mask is in
+``info["action_mask"]`` and from ``action_masks()`` (as sb3-contrib's ``MaskablePPO`` expects).
+The reward of a step is the learner's reward accumulated since its previous decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from .env import raw_env
+from .rules.actions import NUM_ACTIONS
+
+
+class _UniformRandom:
+    """The default opponent; kept here so the Gymnasium view does not depend on the bots module."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def act(self, observation: dict[str, np.ndarray]) -> int:
+        legal = np.flatnonzero(observation["action_mask"])
+        return int(legal[self.rng.integers(len(legal))])
+
+
+class GymEnv(gymnasium.Env):
+    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self, opponents: Any = None, learner_seat: int | str = 0, illegal_action: str = "raise", **env_options: Any
+    ):
+        if illegal_action not in ("raise", "terminate"):
+            raise ValueError(f"illegal_action={illegal_action!r}; allowed: raise, terminate")
+        self.illegal_action = illegal_action
+        self.aec = raw_env(**env_options)
+        n = self.aec.config.num_players
+        if learner_seat != "alternate" and (not isinstance(learner_seat, int) or not 0 <= learner_seat < n):
+            raise ValueError(f"learner_seat={learner_seat!r}; allowed: a seat in 0..{n - 1} or 'alternate'")
+        self.learner_seat_mode = learner_seat
+        self.learner_seat = 0 if learner_seat == "alternate" else learner_seat
+        self._opponents_spec = opponents
+        self.observation_space = self.aec.observation_spaces[self.aec.possible_agents[0]]["observation"]
+        self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
+        self.render_mode = env_options.get("render_mode")
+        self._mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        self._episodes = 0
+
+    def _opponent_for(self, seat: int):
+        spec = self._opponents_spec
+        if spec is None:
+            return self._random_opponent
+        if isinstance(spec, (list, tuple)):
+            others = [s for s in range(self.aec.config.num_players) if s != self.learner_seat]
+            return spec[others.index(seat)]
+        if isinstance(spec, dict):
+            return spec[self.aec.possible_agents[seat]]
+        return spec
+
+    @property
+    def learner(self) -> str:
+        return self.aec.possible_agents[self.learner_seat]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if self.learner_seat_mode == "alternate":
+            self.learner_seat = self._episodes % self.aec.config.num_players
+        self._episodes += 1
+        self.aec.reset(seed=seed, options=options)
+        self._random_opponent = _UniformRandom(self.aec.np_random)
+        reward = self._play_opponents()
+        observation, info = self._learner_view()
+        info["opponent_reward_before_first_move"] = reward
+        return observation, info
+
+    def step(self, action: int):
+        if self.aec.terminations[self.learner]:
+            raise RuntimeError("the episode is over; call reset()")
+        if self.illegal_action == "terminate" and not (0 <= int(action) < NUM_ACTIONS and self._mask[int(action)]):
+            # Gymnasium-style checkers sample unmasked actions: end the episode with -1 instead of raising.
+            observation, info = self._learner_view()
+            info["illegal_action"] = int(action)
+            return observation, -1.0, True, False, info
+        self.aec.step(action)
+        reward = self.aec._cumulative_rewards[self.learner]
+        reward += self._play_opponents()
+        terminated = self.aec.terminations[self.learner]
+        observation, info = self._learner_view()
+        return observation, float(reward), terminated, False, info
+
+    def _play_opponents(self) -> float:
+        """Let the other seats act until the learner is to act or the episode ends."""
+        env = self.aec
+        reward = 0.0
+        while not env.terminations[self.learner] and env.agent_selection != self.learner:
+            agent = env.agent_selection
+            opponent = self._opponent_for(env.agent_name_mapping[agent])
+            env.step(opponent.act(env.observe(agent)))
+            reward += env.rewards[self.learner]
+        return reward
+
+    def _learner_view(self) -> tuple[np.ndarray, dict[str, Any]]:
+        view = self.aec.observe(self.learner)
+        self._mask = view["action_mask"]
+        info = dict(self.aec.infos[self.learner])
+        info["action_mask"] = self._mask
+        return view["observation"], info
+
+    def action_masks(self) -> np.ndarray:
+        return self._mask.astype(bool)
+
+    def render(self):
+        return self.aec.render()
