@@ -60,6 +60,11 @@ def _build_suit_tables() -> tuple[list[int], list[int], list[int]]:
 
 
 RUN_DEADWOOD, _RUN_CHOICE, RUN_DEADWOOD_AFTER_DROP = _build_suit_tables()
+#: How much the best single drop changes a suit's run-only deadwood (huge for an empty suit).
+_DROP_CHANGE = [after - before for after, before in zip(RUN_DEADWOOD_AFTER_DROP, RUN_DEADWOOD)]
+#: Above this many ranks held three or more times, the set enumeration (up to 6 choices a rank)
+#: costs more than a rank-by-rank dynamic programme; only hands far larger than a game's get there.
+_MAX_SET_RANKS_FOR_ENUMERATION = 4
 
 
 def _split(mask: int) -> tuple[int, int, int, int]:
@@ -106,10 +111,9 @@ def _leaf_deadwood(suits: tuple[int, int, int, int]) -> int:
 
 
 def _leaf_deadwood_after_drop(suits: tuple[int, int, int, int]) -> int:
-    table, drop = RUN_DEADWOOD, RUN_DEADWOOD_AFTER_DROP
-    parts = [table[s] for s in suits]
-    total = sum(parts)
-    return min(total - parts[i] + drop[suits[i]] for i in range(4))
+    table, change = RUN_DEADWOOD, _DROP_CHANGE
+    s0, s1, s2, s3 = suits
+    return table[s0] + table[s1] + table[s2] + table[s3] + min(change[s0], change[s1], change[s2], change[s3])
 
 
 def deadwood_of_mask(mask: int) -> int:
@@ -119,18 +123,64 @@ def deadwood_of_mask(mask: int) -> int:
     if not set_ranks:
         table = RUN_DEADWOOD
         return table[s0] + table[s1] + table[s2] + table[s3]
+    if set_ranks.bit_count() > _MAX_SET_RANKS_FOR_ENUMERATION:
+        return _deadwood_by_rank_dp(mask)
     return _min_over_sets((s0, s1, s2, s3), set_ranks, _leaf_deadwood)
+
+
+def _deadwood_by_rank_dp(mask: int) -> int:
+    """Exact minimum deadwood for any hand, scanning ranks upwards.
+
+    State: for each suit, the length of the run being built (0, 1, 2, or 3 = "3 or more").
+    Each held card is deadwood, part of a set of its rank (3 or 4 such cards), or extends its
+    suit's run; a run may only stop once it has 3 cards.
+    """
+    costs = {(0, 0, 0, 0): 0}
+    for rank in range(NUM_RANKS):
+        held = [suit for suit in range(4) if mask >> (suit * NUM_RANKS + rank) & 1]
+        value = _rank_value(rank)
+        next_costs: dict[tuple[int, int, int, int], int] = {}
+        for roles in _role_choices(len(held)):
+            if 0 < roles.count("set") < 3:
+                continue
+            role_of = dict(zip(held, roles))
+            added = value * roles.count("loose")
+            for state, cost in costs.items():
+                new_state = []
+                for suit in range(4):
+                    if role_of.get(suit) == "run":
+                        new_state.append(min(state[suit] + 1, 3))
+                    elif state[suit] in (1, 2):
+                        break  # a run of one or two cards cannot stop here
+                    else:
+                        new_state.append(0)
+                else:
+                    key = tuple(new_state)
+                    if cost + added < next_costs.get(key, _NO_CARD):
+                        next_costs[key] = cost + added
+        costs = next_costs
+    return min(cost for state, cost in costs.items() if all(length in (0, 3) for length in state))
+
+
+def _role_choices(count: int) -> list[tuple[str, ...]]:
+    choices: list[tuple[str, ...]] = [()]
+    for _ in range(count):
+        choices = [c + (role,) for c in choices for role in ("loose", "set", "run")]
+    return choices
 
 
 def best_discard_deadwood_of_mask(mask: int) -> int:
     """Least deadwood left after discarding the best single card of ``mask`` (e.g. 11 -> 10 cards)."""
-    if not mask:
-        raise ValueError("cannot discard from an empty hand")
-    suits = _split(mask)
-    set_ranks = _ranks_held_three_times(*suits)
+    s0, s1, s2, s3 = mask & SUIT_MASK, (mask >> 13) & SUIT_MASK, (mask >> 26) & SUIT_MASK, mask >> 39
+    set_ranks = (s0 & s1 & (s2 | s3)) | (s2 & s3 & (s0 | s1))
     if not set_ranks:
-        return _leaf_deadwood_after_drop(suits)
-    return _min_over_sets(suits, set_ranks, _leaf_deadwood_after_drop)
+        if not mask:
+            raise ValueError("cannot discard from an empty hand")
+        table, change = RUN_DEADWOOD, _DROP_CHANGE
+        return table[s0] + table[s1] + table[s2] + table[s3] + min(change[s0], change[s1], change[s2], change[s3])
+    if set_ranks.bit_count() > _MAX_SET_RANKS_FOR_ENUMERATION:
+        return min(_deadwood_by_rank_dp(mask ^ (1 << card)) for card in from_mask(mask))
+    return _min_over_sets((s0, s1, s2, s3), set_ranks, _leaf_deadwood_after_drop)
 
 
 def knock_discards_of_mask(mask: int, knock_limit: int, forbidden: int = 0) -> list[int]:
