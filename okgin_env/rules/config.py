@@ -7,7 +7,7 @@ that says what is allowed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 PRESETS = ("classic", "penalty")
@@ -78,7 +78,11 @@ _BOOL_OPTIONS = ("ace_upcard_gin_only", "allow_discard_taken", "spade_double")
 def make_config(rules: str = "classic", **options: Any) -> RulesConfig:
     """Build a validated config from a preset name and rule options (RULES.md names)."""
     if isinstance(rules, RulesConfig):
-        return replace(rules, **options) if options else rules
+        if not options:
+            return rules
+        # Re-validate: a derived config must obey the same rules as one built from a preset.
+        base = {k: v for k, v in rules.to_dict().items() if k != "rules"}
+        return make_config(rules.rules, **{**base, **options})
     if rules not in PRESETS:
         raise ValueError(f"unknown rules preset {rules!r}; allowed: {', '.join(PRESETS)}")
     unknown = sorted(set(options) - set(OPTION_NAMES) - {"rules"})

@@ -135,7 +135,8 @@ class RoundState:
     def apply(self, action: int) -> None:
         """Play ``action`` for the player to act. Illegal actions raise ValueError and change nothing."""
         legal = self.legal_actions()
-        if action not in legal:
+        # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
+        if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or action not in legal:
             self._reject(action, legal)
         action = int(action)
         self.history.append((self.current, action))
