@@ -175,7 +175,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             return
         match = self._require_match()
         legal = match.round.legal_actions()
-        if action not in legal:
+        # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
+        if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or action not in legal:
             match.round.apply(action)  # raises a ValueError that names the legal actions
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
@@ -210,8 +211,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
                     self.rewards[agent] = 1.0 if seat == winner else -1.0
         if episode_over:
             self.terminations = {agent: True for agent in self.agents}
-            if self.render_mode == "human":
-                self.render()
         else:
             match.deal_next_round()
 

@@ -1,0 +1,92 @@
+"""Shared pieces of the speed benchmarks: arguments, timing, repeats, the table, the pyspiel check.
+
+Every benchmark measures each system for ``--seconds`` of wall time, ``--repeats`` times,
+interleaving the systems within each repeat (so a noisy moment hurts all of them alike), and
+reports the median decisions per second and the ratios measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+#: A measurement: run for about ``seconds`` and return the number of decisions made.
+Loop = Callable[[float], int]
+
+CHECK_EVERY = 64  # decisions between clock reads inside a loop
+
+
+def parse_args(description: str, default_seconds: float = 3.0, default_repeats: int = 5) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seconds", type=float, default=default_seconds, help="wall time per measurement (default %(default)s)")
+    parser.add_argument("--repeats", type=int, default=default_repeats, help="measurements per system; the median is reported (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random actions and chance samples (default %(default)s)")
+    args = parser.parse_args()
+    if args.seconds <= 0 or args.repeats < 1:
+        parser.error("--seconds must be > 0 and --repeats >= 1")
+    return args
+
+
+def require_pyspiel():
+    """Import pyspiel, or exit with a message saying how to get it."""
+    try:
+        import pyspiel
+    except ImportError:
+        sys.exit(
+            "This benchmark compares against OpenSpiel, which is not installed.\n"
+            "Install it with:  pip install 'okgin[bench]'   (or: pip install open_spiel)"
+        )
+    return pyspiel
+
+
+@dataclass
+class Result:
+    name: str
+    rates: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates)
+
+
+def measure(systems: dict[str, Callable[[], Loop]], seconds: float, repeats: int) -> dict[str, Result]:
+    """``systems`` maps a name to a factory of a fresh loop (setup is not timed)."""
+    results = {name: Result(name) for name in systems}
+    for repeat in range(repeats):
+        for name, factory in systems.items():
+            loop = factory()
+            loop(min(0.2, seconds / 10))  # warm-up: imports, caches, first deals
+            start = time.perf_counter()
+            decisions = loop(seconds)
+            elapsed = time.perf_counter() - start
+            results[name].rates.append(decisions / elapsed)
+        print(f"  repeat {repeat + 1}/{repeats}: " + ", ".join(f"{n} {r.rates[-1]:,.0f}/s" for n, r in results.items()), file=sys.stderr)
+    return results
+
+
+def print_table(title: str, results: dict[str, Result], ratios: list[tuple[str, str, float]], seconds: float) -> bool:
+    """The table of decisions/s, then each ``(ours, theirs, target)`` ratio. Returns whether all targets were met."""
+    print(f"\n{title}")
+    print(f"python {platform.python_version()} on {platform.machine()}, {seconds:g} s per measurement, median of {len(next(iter(results.values())).rates)}")
+    width = max(len(name) for name in results)
+    print(f"| {'system'.ljust(width)} | decisions/s (median) | min | max |")
+    print(f"|{'-' * (width + 2)}|---:|---:|---:|")
+    for name, result in results.items():
+        print(f"| {name.ljust(width)} | {result.median:,.0f} | {min(result.rates):,.0f} | {max(result.rates):,.0f} |")
+    print()
+    all_met = True
+    for ours, theirs, target in ratios:
+        ratio = results[ours].median / results[theirs].median
+        per_repeat = [a / b for a, b in zip(results[ours].rates, results[theirs].rates)]
+        met = ratio >= target
+        all_met &= met
+        print(
+            f"ratio {ours} / {theirs}: {ratio:.2f}x (per repeat {min(per_repeat):.2f}-{max(per_repeat):.2f}x; "
+            f"target >= {target:g}x: {'met' if met else 'NOT met'})"
+        )
+    return all_met

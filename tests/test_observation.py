@@ -1,0 +1,354 @@
+"""What a seat observes (okgin_env/observation.py through the env).
+
+The no-leak property is tested directly: two deals that differ only in cards a player has not
+seen must give that player identical observations at every step of the same action sequence,
+while the seats whose own cards differ do see the difference. ``decode`` is checked against
+the engine's state at every step of random matches, and the showdown reveals the hands.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import okgin_env
+from okgin_env import card_id, card_str, parse_cards
+from okgin_env.observation import decode, hand_from_observation, layout_for, to_text
+from okgin_env.rules.cards import from_mask
+from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS
+from okgin_env.rules.round import Phase
+
+PRESETS = [
+    pytest.param({"rules": "classic", "num_players": 2}, id="classic-2"),
+    pytest.param({"rules": "penalty", "num_players": 2}, id="penalty-2"),
+    pytest.param({"rules": "penalty", "num_players": 3}, id="penalty-3"),
+    pytest.param({"rules": "penalty", "num_players": 4}, id="penalty-4"),
+]
+
+
+def make_deck(hands, upcard, stock=(), dealer=0) -> list[int]:
+    """The deck (top first) that deals ``hands[seat]`` to each seat, then ``upcard``, then ``stock``."""
+    hands = [parse_cards(h) for h in hands]
+    n = len(hands)
+    deck = [hands[(dealer + 1 + i) % n][i // n] for i in range(n * len(hands[0]))]
+    deck.append(card_id(upcard))
+    deck += parse_cards(stock)
+    assert len(set(deck)) == len(deck)
+    return deck + [c for c in range(52) if c not in deck]
+
+
+def new_env(kwargs, deck, dealer=0, seed=0):
+    env = okgin_env.env(episode="round", **kwargs)
+    env.reset(seed=seed, options={"deck": deck, "dealer": dealer})
+    return env
+
+
+def observations(env) -> dict[str, tuple[bytes, bytes]]:
+    raw = env.unwrapped
+    return {
+        agent: (raw.observe(agent)["observation"].tobytes(), raw.observe(agent)["action_mask"].tobytes())
+        for agent in raw.agents
+    }
+
+
+def replay(kwargs, deck, actions, dealer=0, seed=0) -> list[dict[str, tuple[bytes, bytes]]]:
+    """Every agent's observation before the first action and after each action."""
+    env = new_env(kwargs, deck, dealer, seed)
+    trace = [observations(env)]
+    for action in actions:
+        env.step(action)
+        trace.append(observations(env))
+    assert not any(env.terminations.values()), "the sequence must not end the round (that reveals hands)"
+    return trace
+
+
+def random_quiet_sequence(kwargs, deck, rng: random.Random, max_steps: int, dealer=0, seed=0):
+    """Random legal actions that never knock, stopped before the round ends.
+
+    Returns the actions and, per seat, every card that seat has seen: its own hands over time and
+    every card that was ever on the discard pile (the upcard included).
+    """
+    env = new_env(kwargs, deck, dealer, seed)
+    raw = env.unwrapped
+    n = len(env.agents)
+    seen = [set(raw.hand(f"player_{s}")) | set(raw.discard_pile) for s in range(n)]
+    actions = []
+    for _ in range(max_steps):
+        legal = [a for a in raw.round_state.legal_actions() if a < KNOCK_BASE]
+        action = legal[rng.randrange(len(legal))]
+        env.step(action)
+        if any(env.terminations.values()):
+            break  # this action ended the round (the wall): leave it out
+        actions.append(action)
+        for s in range(n):
+            seen[s] |= set(raw.hand(f"player_{s}")) | set(raw.discard_pile)
+    return actions, seen
+
+
+def permute_hidden(deck, hidden, rng: random.Random) -> list[int]:
+    """The deck with the ``hidden`` cards shuffled among the positions they occupy."""
+    positions = [i for i, c in enumerate(deck) if c in hidden]
+    cards = [deck[i] for i in positions]
+    shuffled = cards[:]
+    while len(cards) > 1 and shuffled == cards:
+        rng.shuffle(shuffled)
+    other = list(deck)
+    for i, c in zip(positions, shuffled):
+        other[i] = c
+    return other
+
+
+def initial_hands(kwargs, deck, dealer=0):
+    env = new_env(kwargs, deck, dealer)
+    return [set(env.unwrapped.hand(a)) for a in env.agents]
+
+
+# ----------------------------------------------------------------------------- no leak
+
+
+@pytest.mark.parametrize("kwargs", PRESETS)
+def test_unseen_cards_do_not_change_the_observation(kwargs):
+    """Property: shuffle every card seat ``s`` has not seen (opponents' hands, the stock) and
+    replay the same actions: seat ``s`` observes exactly the same arrays at every step."""
+    rng = random.Random(2024)
+    n = kwargs["num_players"]
+    trials = 0
+    for trial in range(6 if n == 2 else 4):
+        deck = list(range(52))
+        rng.shuffle(deck)
+        dealer = rng.randrange(n)
+        actions, seen = random_quiet_sequence(kwargs, deck, rng, rng.randrange(10, 150), dealer, seed=trial)
+        trace_a = replay(kwargs, deck, actions, dealer, seed=trial)
+        for observer in range(n):
+            hidden = set(range(52)) - seen[observer]
+            if len(hidden) < 2:
+                continue  # after stock reshuffles (penalty) a seat may have seen nearly every card
+            other = permute_hidden(deck, hidden, rng)
+            assert other != deck
+            trace_b = replay(kwargs, other, actions, dealer, seed=trial)
+            agent = f"player_{observer}"
+            for step, (obs_a, obs_b) in enumerate(zip(trace_a, trace_b)):
+                assert obs_a[agent] == obs_b[agent], f"{agent} tells the deals apart at step {step}"
+            # Conversely, a seat whose own dealt hand changed sees it at once.
+            hands_a, hands_b = initial_hands(kwargs, deck, dealer), initial_hands(kwargs, other, dealer)
+            for s in range(n):
+                if hands_a[s] != hands_b[s]:
+                    assert trace_a[0][f"player_{s}"][0] != trace_b[0][f"player_{s}"][0]
+            trials += 1
+    assert trials >= 8
+
+
+def draw_and_throw(env, steps: int) -> list[int]:
+    """Everybody declines the upcard, then each turn draws from the stock and throws the drawn card."""
+    raw = env.unwrapped
+    actions = [PASS] * len(env.agents)
+    for action in actions:
+        env.step(action)
+    for _ in range(steps):
+        top = raw.round_state.stock[-1]
+        for action in (DRAW_STOCK, DISCARD_BASE + top):
+            env.step(action)
+            actions.append(action)
+    return actions
+
+
+@pytest.mark.parametrize("kwargs", PRESETS)
+def test_swapping_an_opponent_card_with_a_stock_card_is_invisible(kwargs):
+    n = kwargs["num_players"]
+    size = 10 if n == 2 else 7
+    deck = list(range(52))
+    random.Random(n).shuffle(deck)
+    steps = 12
+    deep = len(deck) - 1  # the bottom of the stock: nobody draws it in 12 turns
+    for observer in range(n):
+        opponent = (observer + 1) % n
+        # The first card dealt to ``opponent`` (dealer 0: card i goes to seat (1 + i) % n).
+        position = next(i for i in range(n * size) if (1 + i) % n == opponent)
+        other = list(deck)
+        other[position], other[deep] = other[deep], other[position]
+        actions = draw_and_throw(new_env(kwargs, deck), steps)
+        trace_a, trace_b = replay(kwargs, deck, actions), replay(kwargs, other, actions)
+        for step, (obs_a, obs_b) in enumerate(zip(trace_a, trace_b)):
+            for s in range(n):
+                agent = f"player_{s}"
+                if s == opponent:
+                    assert obs_a[agent][0] != obs_b[agent][0], "the opponent's own hand differs"
+                else:
+                    assert obs_a[agent] == obs_b[agent], (agent, step)
+
+
+@pytest.mark.parametrize("kwargs", PRESETS)
+def test_stock_order_is_invisible(kwargs):
+    n = kwargs["num_players"]
+    deck = list(range(52))
+    random.Random(7 + n).shuffle(deck)
+    dealt = n * (10 if n == 2 else 7) + 1
+    steps = 8
+    drawn = steps  # one card per turn: the top ``drawn`` stock cards are drawn and thrown; permute the rest
+    other = deck[: dealt + drawn] + deck[dealt + drawn :][::-1]
+    assert other != deck
+    actions = draw_and_throw(new_env(kwargs, deck), steps)
+    trace_a, trace_b = replay(kwargs, deck, actions), replay(kwargs, other, actions)
+    assert trace_a == trace_b
+
+
+@pytest.mark.parametrize("kwargs", PRESETS)
+def test_own_hand_changes_the_observation(kwargs):
+    n = kwargs["num_players"]
+    deck = list(range(52))
+    random.Random(3).shuffle(deck)
+    for observer in range(n):
+        position = (observer - 1) % n  # dealer 0: card i goes to seat (1 + i) % n
+        other = list(deck)
+        other[position], other[-1] = other[-1], other[position]
+        obs_a = new_env(kwargs, deck).unwrapped.observe(f"player_{observer}")["observation"]
+        obs_b = new_env(kwargs, other).unwrapped.observe(f"player_{observer}")["observation"]
+        assert decode(obs_a)["hand"] != decode(obs_b)["hand"]
+        hand = layout_for(n).slices["hand"]
+        assert not np.array_equal(obs_a[hand], obs_b[hand])
+        np.testing.assert_array_equal(np.delete(obs_a, np.r_[hand]), np.delete(obs_b, np.r_[hand]))
+
+
+# ----------------------------------------------------------------------------- decode
+
+
+def check_decode(env) -> None:
+    raw = env.unwrapped
+    st = raw.round_state
+    n = len(raw.possible_agents)
+    target = raw.config.target_score
+    scores = raw.match.scores
+    for agent in raw.agents:
+        seat = raw.agent_name_mapping[agent]
+        obs = raw.observe(agent)["observation"]
+        parts = decode(obs)
+        assert parts == decode(obs, num_players=n)
+        assert parts["hand"] == [card_str(c) for c in raw.hand(agent)]
+        assert hand_from_observation(obs) == raw.hand(agent)
+        assert parts["discard_top"] == ([card_str(st.discard_pile[-1])] if st.discard_pile else [])
+        assert parts["discard_pile"] == [card_str(c) for c in sorted(raw.discard_pile)]
+        assert parts["upcard"] == [card_str(st.upcard)]
+        assert parts["knock_limit"] == raw.knock_limit
+        assert parts["stock_size"] == raw.stock_size
+        assert parts["scores"] == [scores[(seat + k) % n] for k in range(n)]
+        assert parts["target_score"] == target
+        assert parts["phase"] == st.phase.name.lower()
+        assert parts["seat_from_dealer"] == (seat - st.dealer) % n
+        assert parts["acting_seat"] == (None if st.is_over else (st.current - seat) % n)
+        assert parts["reshuffles"] == st.reshuffles
+        taken = st.taken_card >= 0 and st.current == seat and not st.is_over
+        assert parts["taken_card"] == ([card_str(st.taken_card)] if taken else [])
+        for k in range(1, n):
+            other = (seat + k) % n
+            assert parts[f"opponent_{k}_known"] == [card_str(c) for c in from_mask(st.known[other])]
+            assert set(parse_cards(parts[f"opponent_{k}_known"])) <= set(st.hand(other))
+
+
+@pytest.mark.parametrize("kwargs", PRESETS)
+def test_decode_round_trips_the_state(kwargs):
+    env = okgin_env.env(target_score=40, **kwargs)
+    env.reset(seed=5)
+    rng = random.Random(5)
+    raw = env.unwrapped
+    phases = set()
+    for _ in range(700):
+        observation, _, terminated, _, _ = env.last()
+        if terminated:
+            env.reset(seed=rng.randrange(1000))
+            continue
+        check_decode(env)
+        phases.add(raw.round_state.phase)
+        legal = np.flatnonzero(observation["action_mask"])
+        knocks = legal[legal >= KNOCK_BASE]
+        action = int(knocks[0]) if len(knocks) and rng.random() < 0.5 else int(legal[rng.randrange(len(legal))])
+        env.step(action)
+    assert phases == {Phase.OFFER, Phase.DRAW, Phase.DISCARD}
+
+
+def test_decode_scores_mid_match():
+    env = okgin_env.env(target_score=200)
+    env.reset(seed=1)
+    raw = env.unwrapped
+    rng = random.Random(1)
+    for _ in range(20_000):
+        if any(raw.match.scores) and raw.round_state.history:
+            break
+        legal = raw.round_state.legal_actions()
+        env.step(legal[-1] if legal[-1] >= KNOCK_BASE else legal[rng.randrange(len(legal))])
+    assert any(raw.match.scores)
+    for seat, agent in enumerate(env.agents):
+        parts = decode(env.observe(agent)["observation"])
+        assert parts["scores"] == [raw.match.scores[seat], raw.match.scores[1 - seat]]
+        assert parts["target_score"] == 200
+
+
+def test_decode_rejects_wrong_sizes_and_prints():
+    with pytest.raises(ValueError, match="layout"):
+        decode(np.zeros(17, dtype=np.float32))
+    obs = new_env({"rules": "classic", "num_players": 2}, list(range(52))).unwrapped.observe("player_0")["observation"]
+    with pytest.raises(ValueError):
+        decode(obs, num_players=3)
+    text = to_text(obs)
+    assert "hand" in text and "knock_limit" in text
+    assert all(layout_for(n).size == obs.shape[0] + 104 * (n - 2) + 3 * (n - 2) for n in (2, 3, 4))
+
+
+def test_public_knowledge_planes():
+    """The upcard declined is 'passed'; a card taken from the pile is 'known' until thrown."""
+    knocker = "AS 2S 3S 4H 5H 6H 7D 8D 9D 5C"
+    loose = "KS KD 2C 4C 6C 8C TC JH QH 9S"
+    env = new_env({"rules": "classic", "num_players": 2}, make_deck([loose, knocker], "7H", ["QC"]))
+    env.step(PASS)  # seat 1 declines 7H
+    parts = decode(env.observe("player_0")["observation"])
+    assert parts["opponent_1_passed"] == ["7H"]
+    env.step(1)  # seat 0 takes 7H
+    parts = decode(env.observe("player_1")["observation"])
+    assert parts["opponent_1_known"] == ["7H"]
+    assert decode(env.observe("player_0")["observation"])["taken_card"] == ["7H"]
+    assert decode(env.observe("player_1")["observation"])["taken_card"] == []
+    env.step(DISCARD_BASE + card_id("KS"))
+    parts = decode(env.observe("player_1")["observation"])
+    assert parts["opponent_1_known"] == ["7H"]
+    assert "KS" in parts["opponent_1_passed"] and parts["discard_top"] == ["KS"]
+
+
+# ----------------------------------------------------------------------------- the showdown
+
+
+def test_round_end_reveals_hands_two_players():
+    knocker = "AS 2S 3S 4H 5H 6H 7D 8D 9D 5C"
+    loose = "KS KD 2C 4C 6C 8C TC JH QH 9S"
+    env = new_env({"rules": "classic", "num_players": 2}, make_deck([loose, knocker], "KH", ["QC"]))
+    before = decode(env.observe("player_0")["observation"])
+    assert before["opponent_1_known"] == []
+    for action in (PASS, PASS, DRAW_STOCK, KNOCK_BASE + card_id("QC")):
+        env.step(action)
+    assert all(env.terminations.values())
+    for observer, opponent_hand in (("player_0", knocker), ("player_1", loose)):
+        parts = decode(env.observe(observer)["observation"])
+        assert parts["phase"] == "over"
+        assert parts["acting_seat"] is None
+        assert sorted(parse_cards(parts["opponent_1_known"])) == sorted(parse_cards(opponent_hand))
+    outcome = env.infos["player_0"]["round_outcome"]
+    for seat, agent in enumerate(env.possible_agents):
+        parts = decode(env.observe(agent)["observation"])
+        assert parts["opponent_1_known"] == [card_str(c) for c in outcome["hands"][1 - seat]]
+
+
+def test_round_end_reveals_hands_four_players_after_a_draw():
+    kwargs = {"rules": "penalty", "num_players": 4, "max_reshuffles": 0}
+    deck = list(range(52))
+    random.Random(4).shuffle(deck)
+    env = new_env(kwargs, deck)
+    raw = env.unwrapped
+    while not any(env.terminations.values()):
+        legal = [a for a in raw.round_state.legal_actions() if a < KNOCK_BASE]
+        env.step(legal[0])
+    outcome = env.infos["player_0"]["round_outcome"]
+    assert outcome["kind"] == "draw"
+    for seat, agent in enumerate(env.possible_agents):
+        parts = decode(env.observe(agent)["observation"])
+        for k in range(1, 4):
+            assert parts[f"opponent_{k}_known"] == [card_str(c) for c in outcome["hands"][(seat + k) % 4]]
