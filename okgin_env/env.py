@@ -17,8 +17,9 @@ offer goes around the table first. ``agent_selection`` always names the seat the
 **Observation.** One flat float32 array of named slices (``okgin_env.observation`` documents the
 layout; ``okgin_env.observation.decode(obs)`` returns the named parts). It holds exactly what the
 seat may know: own hand, the discard pile, the upcard and knock limit, cards each opponent is
-known to hold or declined/threw, stock size, phase, seats, match scores. At the end of a round the
-hands shown at the showdown are visible. The action mask of an agent that is not to act is all
+known to hold or declined/threw, stock size, phase, seats, match scores. The hands shown at a showdown
+are in every agent's ``infos["round_outcome"]``; in the observation they appear only at the end
+of the episode (in a match, the next round is dealt within the same step). The action mask of an agent that is not to act is all
 zeros.
 
 **Rewards.** ``reward="points"`` (default): at the end of each round, each seat receives the
