@@ -51,6 +51,14 @@ class MatchState:
         if self.is_over:
             raise ValueError("the match is over; no action is legal")
         self.round.apply(action)
+        return self._after_action()
+
+    def apply_unchecked(self, action: int) -> RoundOutcome | None:
+        """``apply`` without the legality checks, for callers that already checked (batched engines)."""
+        self.round.apply_unchecked(action)
+        return self._after_action()
+
+    def _after_action(self) -> RoundOutcome | None:
         if not self.round.is_over:
             return None
         outcome = self.round.outcome

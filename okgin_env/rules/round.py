@@ -138,7 +138,10 @@ class RoundState:
         # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
         if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or action not in legal:
             self._reject(action, legal)
-        action = int(action)
+        self.apply_unchecked(int(action))
+
+    def apply_unchecked(self, action: int) -> None:
+        """``apply`` without the legality check, for callers that already checked (batched engines)."""
         self.history.append((self.current, action))
         self._legal = None
         if self.phase is Phase.DISCARD:
