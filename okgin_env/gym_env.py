@@ -10,7 +10,9 @@ switches seats every reset so that both seats are learned.
 
 Observations are the flat float32 array of the learner's seat; the action mask is in
 ``info["action_mask"]`` and from ``action_masks()`` (as sb3-contrib's ``MaskablePPO`` expects).
-The reward of a step is the learner's reward accumulated since its previous decision.
+The reward of a step is the learner's reward accumulated since its previous decision. An
+episode that ends before the learner's first decision is dealt again inside ``reset`` (counted in
+``info["episodes_without_learner"]``), as ``VectorGymEnv`` does.
 """
 
 from __future__ import annotations
@@ -80,8 +82,16 @@ class GymEnv(gymnasium.Env):
         self.aec.reset(seed=seed, options=options)
         self._random_opponent = _UniformRandom(self.aec.np_random)
         reward = self._play_opponents()
+        redeals = 0
+        while self.aec.terminations[self.learner]:
+            # The episode ended before the learner's first decision (e.g. an opponent took the
+            # upcard and knocked at once): it is not an episode for the learner, so deal again.
+            self.aec.reset()
+            reward += self._play_opponents()
+            redeals += 1
         observation, info = self._learner_view()
         info["opponent_reward_before_first_move"] = reward
+        info["episodes_without_learner"] = redeals
         return observation, info
 
     def step(self, action: int):

@@ -1,0 +1,144 @@
+"""Strength of the bots: a round robin among random, simple and search, with 95% intervals.
+
+    python benchmarks/bench_bots.py                               # defaults below
+    python benchmarks/bench_bots.py --matches simple-random=1000 --matches search-simple=200 --workers 2
+    python benchmarks/bench_bots.py --pairs search-simple --matches search-simple=40 --search rollouts=80
+
+Every pair plays full matches (``--episode match``) on mirrored deals through
+``okgin_env.evaluate``; the table gives A's win rate with its Wilson 95% interval, points per
+round, how rounds were won, and milliseconds per decision (search's is its thinking time per
+decision, trivial one-legal-action decisions included; ``search ms/decision (searched)`` in the
+summary counts only the decisions it searched).
+
+Targets (the issue's): simple beats random in >= 99% of matches (>= 1,000 matches); search beats
+simple in >= 65% of matches (>= 200 matches) with <= 200 ms per decision on one core. A match of
+random against simple is short (random almost never knocks, simple wins most rounds); search
+costs about 0.1-0.2 s per decision, so 200 search matches take about an hour of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from okgin_env.bots import SearchBot
+from okgin_env.evaluate import EvalResults, evaluate, parse_spec
+
+DEFAULT_MATCHES = {"simple-random": 1000, "search-simple": 200, "search-random": 100}
+
+
+def measure_search_time(search_spec: str, decisions: int = 200, seed: int = 0) -> dict[str, float]:
+    """Per-decision time of search against simple on fresh deals, split into all and searched decisions."""
+    import random as _random
+
+    import okgin_env
+    from okgin_env.bots import SimpleBot
+
+    _, kwargs = parse_spec(search_spec)
+    bot = SearchBot(seed=seed, **kwargs)
+    other = SimpleBot(seed=seed + 1)
+    env = okgin_env.raw_env(episode="round")
+    rng = _random.Random(seed)
+    times, searched = [], []
+    while len(times) < decisions:
+        env.reset(seed=rng.randrange(1 << 30))
+        while not any(env.terminations.values()) and len(times) < decisions:
+            agent = env.agent_selection
+            observation = env.observe(agent)
+            if agent == "player_0":
+                start = time.perf_counter()
+                action = bot.act(observation)
+                elapsed = time.perf_counter() - start
+                times.append(elapsed)
+                if bot.last_values:
+                    searched.append(elapsed)
+            else:
+                action = other.act(observation)
+            env.step(action)
+    times.sort()
+    searched.sort()
+    return {
+        "decisions": len(times),
+        "mean_ms": 1000 * sum(times) / len(times),
+        "searched_decisions": len(searched),
+        "searched_mean_ms": 1000 * sum(searched) / max(1, len(searched)),
+        "searched_p95_ms": 1000 * searched[int(0.95 * (len(searched) - 1))] if searched else 0.0,
+        "max_ms": 1000 * times[-1],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--matches",
+        action="append",
+        default=[],
+        metavar="A-B=N",
+        help=f"matches for a pair (default {DEFAULT_MATCHES}); a plain number sets every pair",
+    )
+    parser.add_argument("--pairs", default=",".join(DEFAULT_MATCHES), help="comma-separated A-B pairs to play")
+    parser.add_argument("--search", default="", help="search options, e.g. rollouts=160,max_discards=4")
+    parser.add_argument("--episode", choices=("match", "round"), default="match")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--timing-decisions", type=int, default=200, help="decisions for the search timing (0: skip)")
+    parser.add_argument("--out", default=None, help="write PREFIX.json (all tables and timings)")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+
+    matches = dict(DEFAULT_MATCHES)
+    for item in args.matches:
+        if "=" in item:
+            pair, _, count = item.partition("=")
+            matches[pair.strip()] = int(count)
+        else:
+            matches = {pair: int(item) for pair in matches}
+    search_spec = "search" + (f":{args.search}" if args.search else "")
+    specs = {"random": "random", "simple": "simple", "search": search_spec}
+
+    report: dict = {"search": search_spec, "pairs": {}}
+    if args.timing_decisions:
+        timing = measure_search_time(search_spec, args.timing_decisions, args.seed)
+        report["search_timing"] = timing
+        print(
+            f"search ({search_spec}), one core: {timing['mean_ms']:.1f} ms per decision over {timing['decisions']} "
+            f"decisions; {timing['searched_mean_ms']:.1f} ms mean / {timing['searched_p95_ms']:.1f} ms p95 over the "
+            f"{timing['searched_decisions']} searched ones; max {timing['max_ms']:.1f} ms",
+            flush=True,
+        )
+    tables = []
+    for pair in [p.strip() for p in args.pairs.split(",") if p.strip()]:
+        a, _, b = pair.partition("-")
+        if a not in specs or b not in specs:
+            parser.error(f"unknown pair {pair!r}; names: {', '.join(specs)}")
+        count = matches.get(pair, 100)
+        results = evaluate(
+            {a: specs[a], b: specs[b]},
+            matches=count,
+            episode=args.episode,
+            seed=args.seed,
+            workers=args.workers,
+            progress=not args.no_progress,
+        )
+        tables.extend(results.pairs)
+        print(results.table(), flush=True)
+        print(f"({results.settings['games_per_pair']} {args.episode}es, {results.settings['seconds']:.0f} s)\n", flush=True)
+        report["pairs"][pair] = results.to_dict()
+    if len(tables) > 1:
+        print("All pairs:")
+        print(EvalResults(pairs=tables, settings={"episode": args.episode}).table())
+    if args.out:
+        folder = os.path.dirname(args.out)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        with open(f"{args.out}.json", "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2)
+        print(f"wrote {args.out}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

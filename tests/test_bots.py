@@ -1,0 +1,379 @@
+"""The bots (okgin_env/bots): legal play everywhere, simple's documented choices, reproducibility.
+
+Positions come from the environment itself: thousands of states reached by mixed random/simple
+play in both presets and every player count, and scripted positions dealt by deck injection
+(``env.reset(options={"deck": [...], "dealer": 0})``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import okgin_env
+from okgin_env.bots import BOT_NAMES, RandomBot, SearchBot, SimpleBot, make_bot, view
+from okgin_env.bots.search import playout, round_state_from_parts
+from okgin_env.bots.simple import in_some_meld, simple_action_for_state
+from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
+from okgin_env.rules.cards import card_id, from_mask, parse_cards, to_mask
+from okgin_env.rules.melds import candidate_melds_of_mask, deadwood_of_mask
+from okgin_env.rules.round import Phase
+
+TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
+FAST_SEARCH = {"rollouts": 6, "max_discards": 3}
+
+
+# ----------------------------------------------------------------------------- positions
+
+
+def reached_states(rules: str, num_players: int, count: int, seed: int):
+    """``count`` (observation, round state) pairs where an agent must act, by mixed random/simple play."""
+    env = okgin_env.raw_env(rules=rules, num_players=num_players, episode="round")
+    rng = random.Random(seed)
+    movers = [RandomBot(seed=seed), SimpleBot(seed=seed + 1)]
+    found = []
+    game = 0
+    while len(found) < count:
+        env.reset(seed=seed * 1000 + game)
+        game += 1
+        mix = rng.choice((0.0, 0.5, 0.9, 1.0))  # random play reaches the wall, simple play knocks
+        while not any(env.terminations.values()):
+            agent = env.agent_selection
+            observation = env.observe(agent)
+            found.append((observation, env.round_state.clone()))
+            mover = movers[1] if rng.random() < mix else movers[0]
+            env.step(mover.act(observation))
+    return found[:count]
+
+
+@pytest.fixture(scope="module")
+def positions():
+    return {table: reached_states(*table, count=1500, seed=7 + i) for i, table in enumerate(TABLES)}
+
+
+def legal(observation) -> set[int]:
+    return {int(a) for a in np.flatnonzero(observation["action_mask"])}
+
+
+# ----------------------------------------------------------------------------- legality
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[f"{r}-{n}p" for r, n in TABLES])
+@pytest.mark.parametrize("name", ["random", "simple"])
+def test_bot_plays_only_legal_actions(positions, table, name):
+    bot = make_bot(name, seed=3)
+    kinds = set()
+    for observation, _ in positions[table]:
+        action = bot.act(observation)
+        assert action in legal(observation)
+        kinds.add("knock" if action >= KNOCK_BASE else "discard" if action >= DISCARD_BASE else action)
+    assert {"discard", DRAW_STOCK, PASS} <= kinds
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[f"{r}-{n}p" for r, n in TABLES])
+def test_search_plays_only_legal_actions(positions, table):
+    rules, num_players = table
+    bot = SearchBot(seed=3, rules=rules, **FAST_SEARCH)
+    for observation, _ in positions[table][::10]:
+        assert bot.act(observation) in legal(observation)
+
+
+def test_positions_cover_every_phase_and_knocks(positions):
+    phases, knock_legal = set(), 0
+    for table_positions in positions.values():
+        for observation, state in table_positions:
+            phases.add(state.phase)
+            knock_legal += any(a >= KNOCK_BASE for a in legal(observation))
+    assert phases == {Phase.OFFER, Phase.DRAW, Phase.DISCARD}
+    assert knock_legal >= 20
+
+
+def test_bots_refuse_an_observation_with_no_legal_action():
+    env = okgin_env.raw_env()
+    env.reset(seed=0)
+    idle = env.observe("player_0" if env.agent_selection == "player_1" else "player_1")
+    for name in BOT_NAMES:
+        with pytest.raises(ValueError, match="no legal action"):
+            make_bot(name, seed=0).act(idle)
+
+
+# ----------------------------------------------------------------------------- observation view
+
+
+def test_view_reads_back_what_the_engine_holds(positions):
+    for (rules, num_players), table_positions in positions.items():
+        for observation, state in table_positions[::25]:
+            v = view(observation)
+            seat = state.current
+            assert v.num_players == num_players
+            assert v.hand == state.hands[seat]
+            assert v.stock_size == len(state.stock)
+            assert v.knock_limit == state.knock_limit
+            assert v.upcard == state.upcard
+            assert v.phase is state.phase
+            assert v.discard_top == state.discard_top
+            assert v.discard_pile == to_mask(state.discard_pile)
+            assert v.acting_seat == 0
+            assert v.seat_from_dealer == (seat - state.dealer) % num_players
+            assert v.legal == state.legal_actions()
+            for k in range(1, num_players):
+                assert v.opponent_known[k - 1] == state.known[(seat + k) % num_players]
+
+
+# ----------------------------------------------------------------------------- simple's rules
+
+
+def test_in_some_meld_matches_the_melds_of_hand_plus_card():
+    rng = random.Random(5)
+    for _ in range(3000):
+        cards = rng.sample(range(52), rng.choice([7, 10, 11]))
+        card, hand = cards[0], to_mask(cards[1:])
+        expected = any(meld >> card & 1 for meld in candidate_melds_of_mask(hand | 1 << card))
+        assert in_some_meld(hand, card) == expected, (from_mask(hand), card)
+
+
+def test_state_policy_is_the_observation_policy(positions):
+    """The rollout policy of ``search`` makes the same choice as ``SimpleBot`` (same tie-break)."""
+    for table_positions in positions.values():
+        for i, (observation, state) in enumerate(table_positions[::3]):
+            bot = SimpleBot(seed=i)
+            assert bot.act(observation) == simple_action_for_state(state, random.Random(i))
+
+
+def deal(player_0: str, player_1: str, upcard: str, stock_top: str = "") -> list[int]:
+    """A deck for ``dealer=0``: player_1 gets the first card, then alternately; upcard; stock top first."""
+    p0, p1 = parse_cards(player_0), parse_cards(player_1)
+    assert len(p0) == len(p1) == 10
+    deck = [c for pair in zip(p1, p0) for c in pair] + [card_id(upcard)] + parse_cards(stock_top)
+    deck += [c for c in range(52) if c not in deck]
+    return deck
+
+
+def scripted(player_0: str, player_1: str, upcard: str, stock_top: str = ""):
+    env = okgin_env.env()
+    env.reset(options={"deck": deal(player_0, player_1, upcard, stock_top), "dealer": 0})
+    return env
+
+
+P0_PLAIN = "5S 6S TS 3H TH JH 8D QD JC KS"  # melds with none of the cards below
+P1_RUNS = "7H 8H AS 2S 3S 5D 9C 6D KC 2D"
+
+
+def test_simple_takes_an_upcard_that_melds():
+    p1 = "7C 8C AS 2S 3S 5D 9D 6D KC 2D"
+    env = scripted(P0_PLAIN, p1, "9C")
+    assert env.agent_selection == "player_1"
+    assert SimpleBot(seed=0).act(env.observe("player_1")) == TAKE_DISCARD
+
+
+def test_simple_passes_an_upcard_that_does_not_meld_and_draws_when_it_must():
+    env = scripted(P0_PLAIN, "7C 8C AS 2S 3S 5D 9D 6D KC 2D", "QS")
+    bot = SimpleBot(seed=0)
+    assert bot.act(env.observe("player_1")) == PASS
+    env.step(PASS)
+    assert env.agent_selection == "player_0"
+    assert bot.act(env.observe("player_0")) == PASS
+    env.step(PASS)
+    observation = env.observe("player_1")
+    assert legal(observation) == {DRAW_STOCK}
+    assert bot.act(observation) == DRAW_STOCK
+
+
+def test_the_dealer_takes_the_upcard_that_the_other_passed_if_it_melds():
+    env = scripted("QH QC 9S 3H 7H JH 4D 8D 5C KC", "7C 8C AS 2S 3S 5D 9D 6D KH 2D", "QS")
+    bot = SimpleBot(seed=0)
+    assert bot.act(env.observe("player_1")) == PASS
+    env.step(PASS)
+    assert bot.act(env.observe("player_0")) == TAKE_DISCARD
+
+
+def test_simple_knocks_with_the_card_leaving_least_deadwood():
+    # After taking 9H: 7H 8H 9H, AS 2S 3S, 5D 5C 5H; loose KC and 2D. Knock limit 9.
+    env = scripted(P0_PLAIN, "7H 8H AS 2S 3S 5D 5C 5H KC 2D", "9H")
+    env.step(TAKE_DISCARD)
+    observation = env.observe("player_1")
+    assert KNOCK_BASE + card_id("KC") in legal(observation)
+    assert SimpleBot(seed=0).act(observation) == KNOCK_BASE + card_id("KC")
+
+
+def test_simple_discards_the_card_leaving_least_deadwood_never_the_taken_card():
+    # After taking 9H: 7H 8H 9H, AS 2S 3S; loose 5D 9C 6D KC 2D (32) -> discard KC (22) uniquely.
+    env = scripted(P0_PLAIN, P1_RUNS, "9H")
+    env.step(TAKE_DISCARD)
+    observation = env.observe("player_1")
+    assert not any(a >= KNOCK_BASE for a in legal(observation))
+    for seed in range(5):
+        assert SimpleBot(seed=seed).act(observation) == DISCARD_BASE + card_id("KC")
+
+
+def test_simple_breaks_discard_ties_at_random():
+    # Loose 5D 9C QC KC 2D: discarding QC or KC both leave 26.
+    env = scripted(P0_PLAIN, "7H 8H AS 2S 3S 5D 9C QC KC 2D", "9H")
+    env.step(TAKE_DISCARD)
+    observation = env.observe("player_1")
+    choices = {SimpleBot(seed=seed).act(observation) for seed in range(40)}
+    assert choices == {DISCARD_BASE + card_id("QC"), DISCARD_BASE + card_id("KC")}
+
+
+def test_simple_draws_a_discard_only_if_it_melds():
+    env = scripted("KS KH 9S 3H 6H JH 4D 8D QD 2C", P1_RUNS.replace("KC", "KD"), "9H")
+    env.step(TAKE_DISCARD)
+    env.step(DISCARD_BASE + card_id("KD"))  # player_1 throws KD: player_0 holds KS KH
+    assert env.agent_selection == "player_0"
+    assert SimpleBot(seed=0).act(env.observe("player_0")) == TAKE_DISCARD
+    env2 = scripted("KS QH 9S 3H 6H JH 4D 8D QD 2C", P1_RUNS.replace("KC", "KD"), "9H")
+    env2.step(TAKE_DISCARD)
+    env2.step(DISCARD_BASE + card_id("KD"))
+    assert SimpleBot(seed=0).act(env2.observe("player_0")) == DRAW_STOCK
+
+
+# ----------------------------------------------------------------------------- search
+
+
+def test_search_samples_states_consistent_with_the_observation(positions):
+    for (rules, num_players), table_positions in positions.items():
+        bot = SearchBot(seed=1, rules=rules)
+        config = bot.config_for(num_players)
+        for observation, state in table_positions[::15]:
+            v = view(observation)
+            sample = bot.determinize(v, config)
+            assert sample.cards_accounted() == 52
+            assert sample.hands[0] == state.hands[state.current]
+            for k in range(1, num_players):
+                true_hand = state.hands[(state.current + k) % num_players]
+                assert sample.hands[k].bit_count() == true_hand.bit_count()
+                assert sample.hands[k] & v.opponent_known[k - 1] == v.opponent_known[k - 1]
+            assert len(sample.stock) == len(state.stock)
+            assert sample.discard_top == state.discard_top
+            assert sorted(sample.discard_pile) == sorted(state.discard_pile)
+            assert sample.phase is state.phase and sample.current == 0
+            assert sample.knock_limit == state.knock_limit
+            assert sample.legal_actions() == state.legal_actions()
+            assert sample.dealer == (state.dealer - state.current) % num_players
+            playout(sample, random.Random(0))
+            assert sample.is_over
+
+
+def test_the_last_discard_constraint_holds_for_simple_players():
+    """search assumes the card the previous player just threw was one of their least-deadwood discards:
+    exactly what ``simple`` does (bar the rare turn where the best discard was the card it had taken)."""
+    from okgin_env.rules.melds import best_discard_deadwood_of_mask
+
+    held = broken = 0
+    for rules, num_players in TABLES:
+        env = okgin_env.raw_env(rules=rules, num_players=num_players, episode="round")
+        bots = [SimpleBot(seed=i) for i in range(num_players)]
+        for game in range(12):
+            env.reset(seed=game)
+            while not any(env.terminations.values()):
+                agent = env.agent_selection
+                observation = env.observe(agent)
+                card = SearchBot._last_discard(view(observation))
+                state = env.round_state
+                if card >= 0:
+                    previous = state.hands[(state.current - 1) % num_players]
+                    if deadwood_of_mask(previous) <= best_discard_deadwood_of_mask(previous | 1 << card):
+                        held += 1
+                    else:
+                        broken += 1
+                env.step(bots[env.agent_name_mapping[agent]].act(observation))
+    assert held > 500
+    assert broken <= 0.01 * held
+
+
+def test_round_state_from_parts_plays_like_the_engine():
+    config = okgin_env.make_config("classic")
+    rng = np.random.default_rng(3)
+    original = okgin_env.RoundState(config, rng.permutation(52).tolist(), 1, rng)
+    rebuilt = round_state_from_parts(
+        config,
+        hands=original.hands,
+        stock=original.stock,
+        discard_pile=original.discard_pile,
+        upcard=original.upcard,
+        knock_limit=original.knock_limit,
+        dealer=original.dealer,
+        current=original.current,
+        phase=original.phase,
+    )
+    a, b = playout(original, random.Random(9)), playout(rebuilt, random.Random(9))
+    assert a.history == b.history
+    assert a.outcome.to_dict() == b.outcome.to_dict()
+
+
+def test_search_returns_the_only_legal_action_and_goes_gin_at_once():
+    env = scripted(P0_PLAIN, "6H 7H 8H AS 2S 3S 9D 9C 9S 4C", "9H", stock_top="5H")
+    bot = SearchBot(seed=0, rollouts=10_000)  # a huge budget: these choices must not search
+    env.step(PASS)
+    env.step(PASS)
+    assert bot.act(env.observe("player_1")) == DRAW_STOCK  # must draw: one legal action
+    env.step(DRAW_STOCK)  # 5H extends 6H 7H 8H: gin by discarding 4C
+    observation = env.observe("player_1")
+    gin = [a for a in legal(observation) if a >= KNOCK_BASE and deadwood_of_mask(view(observation).hand & ~(1 << (a - KNOCK_BASE))) == 0]
+    assert gin
+    assert bot.act(observation) in gin
+    assert bot.last_values == {}
+
+
+def test_search_prefers_a_winning_knock_to_a_hopeless_wait():
+    # player_1 can knock with 2 deadwood (limit 9) against a hand full of high cards.
+    env = scripted("KS KH QD JC 9S 8C 6H 4D QS JD", "7H 8H AS 2S 3S 5D 5C 5H KC 2D", "9H")
+    env.step(TAKE_DISCARD)
+    bot = SearchBot(seed=0, rollouts=500)
+    assert bot.act(env.observe("player_1")) == KNOCK_BASE + card_id("KC")
+    assert max(bot.last_values, key=bot.last_values.get) == KNOCK_BASE + card_id("KC")
+
+
+def test_search_rejects_bad_options():
+    with pytest.raises(ValueError):
+        SearchBot(rollouts=0)
+    with pytest.raises(ValueError):
+        SearchBot(opponent_model="psychic")
+    with pytest.raises(ValueError):
+        SearchBot(no_such_rule=1)
+
+
+# ----------------------------------------------------------------------------- registry, seeds
+
+
+def test_make_bot_names_and_errors():
+    assert BOT_NAMES == ("random", "simple", "search")
+    assert isinstance(make_bot("random"), RandomBot)
+    assert isinstance(make_bot("simple", seed=1), SimpleBot)
+    bot = make_bot("search", seed=1, rules="penalty", rollouts=12)
+    assert isinstance(bot, SearchBot) and bot.rollouts == 12
+    assert isinstance(make_bot("simple", rules="classic"), SimpleBot)  # unused options are ignored
+    with pytest.raises(ValueError, match="unknown bot"):
+        make_bot("clever")
+
+
+def play_round(bots, rules="classic", num_players=2, seed=0) -> list[int]:
+    env = okgin_env.raw_env(rules=rules, num_players=num_players, episode="round")
+    env.reset(seed=seed)
+    actions = []
+    while not any(env.terminations.values()):
+        agent = env.agent_selection
+        action = bots[env.agent_name_mapping[agent]].act(env.observe(agent))
+        actions.append(action)
+        env.step(action)
+    return actions
+
+
+@pytest.mark.parametrize("name", BOT_NAMES)
+def test_seeded_bots_are_reproducible(name):
+    kw = FAST_SEARCH if name == "search" else {}
+    runs = []
+    for _ in range(2):
+        bots = [make_bot(name, seed=11, **kw), make_bot(name, seed=12, **kw)]
+        runs.append([play_round(bots, seed=s) for s in range(3)])
+    assert runs[0] == runs[1]
+    if name == "random":
+        other = [play_round([make_bot(name, seed=13), make_bot(name, seed=12)], seed=s) for s in range(3)]
+        assert other != runs[0]
+
+
+def test_seeded_search_is_reproducible_with_four_players():
+    runs = [play_round([make_bot("search", seed=s, **FAST_SEARCH) for s in range(4)], "penalty", 4, seed=2) for _ in range(2)]
+    assert runs[0] == runs[1]

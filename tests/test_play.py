@@ -1,0 +1,178 @@
+"""okgin_env/play.py: terminal play, driven by scripted input."""
+
+from __future__ import annotations
+
+import pytest
+
+from okgin_env.bots import SimpleBot
+from okgin_env.play import Game, hand_text, main, parse_move, play
+from okgin_env.rules.actions import action_str
+from okgin_env.rules.cards import card_id, parse_cards
+
+
+def deal(player_0: str, player_1: str, upcard: str, stock_top: str = "") -> list[int]:
+    """A deck for ``dealer=0``: player_1 gets the first card, then alternately; upcard; stock top first."""
+    p0, p1 = parse_cards(player_0), parse_cards(player_1)
+    deck = [c for pair in zip(p1, p0) for c in pair] + [card_id(upcard)] + parse_cards(stock_top)
+    return deck + [c for c in range(52) if c not in deck]
+
+
+def move_text(action: int) -> str:
+    """The text a player would type for an action id."""
+    name = action_str(action)
+    short = {"draw stock": "d", "take discard": "t", "pass": "p"}.get(name)
+    if short:
+        return short
+    word, card = name.split()
+    return f"k {card}" if word == "knock" else card
+
+
+class Script:
+    """Input: first the given lines, then a simple bot's moves; records prompts and output."""
+
+    def __init__(self, lines=(), seed=0):
+        self.lines = list(lines)
+        self.prompts: list[str] = []
+        self.output: list[str] = []
+        self.bot = SimpleBot(seed=seed)
+        self.game: Game | None = None
+
+    def input(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if self.lines:
+            return self.lines.pop(0)
+        env = self.game.env
+        return move_text(self.bot.act(env.observe(self.game.human)))
+
+    def print(self, *parts) -> None:
+        self.output.append(" ".join(str(p) for p in parts))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.output)
+
+
+def run(script: Script, **kw) -> dict:
+    game = Game(input_fn=script.input, print_fn=script.print, **kw)
+    script.game = game
+    return game.run()
+
+
+def test_parse_move():
+    assert parse_move("d") == ("draw", None) == parse_move(" Draw ") == parse_move("s") == parse_move("stock")
+    assert parse_move("t") == ("take", None) == parse_move("TAKE")
+    assert parse_move("p") == ("pass", None)
+    assert parse_move("TD") == ("discard", card_id("TD")) == parse_move("10d") == parse_move("discard td")
+    assert parse_move("k TD") == ("knock", card_id("TD")) == parse_move("knock 10D")
+    assert parse_move("?") == ("help", None) and parse_move("help") == ("help", None)
+    assert parse_move("q") == ("quit", None)
+    assert parse_move("k ZZ") == ("knock", None)
+    assert parse_move("hello there")[0] == "bad" and parse_move("")[0] == "bad"
+
+
+def test_hand_text_groups_melds_and_counts_deadwood():
+    text = hand_text(parse_cards("3H 4H 5H 7S 7D 7C KS 2D AC QC"))
+    assert text.startswith("[3H 4H 5H] [7S 7D 7C] | ") or text.startswith("[7S 7D 7C] [3H 4H 5H] | ")
+    assert "KS" in text and "(deadwood 23)" in text
+
+
+def test_a_whole_round_against_simple():
+    script = Script()
+    result = run(script, opponent="simple", seed=3, episode="round")
+    assert result["finished"]
+    text = script.text
+    assert "=== Round 1 ===" in text
+    assert "Your hand: [" in text or "Your hand: " in text
+    assert "Knock limit" in text and "stock" in text and "discard top" in text and "scores:" in text
+    assert "Match score:" in text
+    assert "player_1 discards" in text or "player_1 knocks" in text
+    assert any("round" in line for line in script.output[-1:])
+
+
+def test_a_short_match_ends_with_a_winner():
+    script = Script(seed=1)
+    result = run(script, opponent="simple", seed=5, episode="match", target_score=25)
+    assert result["finished"] and result["winner"] in (0, 1)
+    assert max(result["scores"].values()) >= 25
+    assert "the match." in script.output[-1]
+    assert script.text.count("=== Round") >= 1
+
+
+P0 = "7H 8H AS 2S 3S 5D 5C 5H KC 2D"  # the human (player_0, the dealer)
+P1 = "5S 6S TS 3H 4C QH 8D QD JC KS"  # 9H and KD meld with none of these
+
+
+def test_illegal_input_is_explained_and_asked_again():
+    # player_1 passes on 9H (it melds with none of its cards); player_0 is offered it next.
+    lines = [
+        "zz",  # unreadable
+        "d",  # cannot draw during the offer
+        "?",  # help
+        "t",  # take 9H: 7H 8H 9H
+        "9H",  # may not discard the card just taken
+        "QS",  # not held
+        "d",  # already took a card
+        "k 2D",  # leaves 10 > 9
+        "k KC",  # a legal knock: 2 deadwood
+    ]
+    script = Script(lines)
+    result = run(script, opponent="simple", episode="round", deck=deal(P0, P1, "9H"), dealer=0)
+    text = script.text
+    assert "player_1 passes on the upcard 9H." in text
+    assert "Not allowed: cannot read 'zz'" in text
+    assert "Not allowed: the upcard 9H is offered: take it (t) or pass (p)" in text
+    assert "Moves:" in text
+    assert "you just took 9H from the discard pile" in text
+    assert "you do not hold QS" in text
+    assert "you already have your card this turn" in text
+    assert "knocking with 2D leaves 10 deadwood; the knock limit is 9" in text
+    assert "You knock." in text
+    assert "Knock: You score" in text or "Undercut: player_1 scores" in text
+    assert result["finished"] and not script.lines
+    assert any("you may knock with: KC" in prompt for prompt in script.prompts)
+
+
+def test_drawing_shows_the_card_and_passing_is_only_for_the_offer():
+    lines = ["p", "p", "d"]  # player_0 passes; then (after player_1's turn) tries to pass, then draws
+    script = Script(lines)
+    run(script, opponent="simple", episode="round", deck=deal(P0, P1, "KD", stock_top="4S 9D"), dealer=0)
+    text = script.text
+    assert "player_1 passes on the upcard KD." in text
+    assert "player_1 draws from the stock." in text
+    assert "passing is only for the upcard offer" in text
+    assert "You draw 9D." in text
+
+
+def test_the_showdown_shows_melds_layoffs_deadwood_and_points():
+    script = Script(["t", "k KC"])
+    run(script, opponent="simple", episode="round", deck=deal(P0, P1, "9H"), dealer=0)
+    showdown = script.text.split("--- You knock. ---")[1]
+    assert "You: [" in showdown and "| deadwood 2" in showdown
+    assert "player_1:" in showdown and "unmelded" in showdown
+    assert "Match score: you" in showdown
+
+
+def test_end_of_input_leaves_the_game():
+    def no_input(prompt):
+        raise EOFError
+
+    output = []
+    result = play("random", seed=1, episode="round", input_fn=no_input, print_fn=output.append)
+    assert not result["finished"] and output[-1] == "Game left."
+
+
+def test_quit_and_penalty_with_three_players():
+    script = Script(["q"])
+    result = run(script, opponent="simple", seed=2, rules="penalty", num_players=3, seat=1)
+    assert not result["finished"]
+
+
+def test_bad_options_and_cli(monkeypatch, capsys):
+    with pytest.raises(ValueError):
+        Game(opponent="nobody")
+    with pytest.raises(ValueError):
+        Game(seat=2)
+    monkeypatch.setattr("builtins.input", lambda prompt="": "q")
+    assert main(["--opponent", "random", "--seed", "1"]) == 1
+    assert main(["--opponent", "nobody"]) == 2
+    assert "okgin-play: error" in capsys.readouterr().err

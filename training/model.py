@@ -1,0 +1,51 @@
+"""The masked-action policy/value network.
+
+Each legal action is scored by the same small network from (a) an embedding of the whole
+observation plus a few context features and (b) that action's own features and a learned
+embedding of its id. Illegal actions are never scored: the legal set is padded to
+``MAX_LEGAL_ACTIONS`` and padding gets a logit of -inf. The value head predicts the learner's
+round reward from the observation embedding.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from okgin_env.rules.actions import NUM_ACTIONS
+
+from .features import NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
+
+
+class PolicyValueNet(nn.Module):
+    def __init__(self, observation_size: int, hidden: int = 192, action_embedding: int = 16):
+        super().__init__()
+        self.observation_size = observation_size
+        self.encoder = nn.Sequential(
+            nn.Linear(observation_size + NUM_CONTEXT_FEATURES, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+        )
+        self.action_embedding = nn.Embedding(NUM_ACTIONS + 1, action_embedding)  # last id = padding
+        # The scorer's first layer on [embedding, action features] is split in two so the
+        # embedding part is computed once per decision rather than once per legal action.
+        self.scorer_context = nn.Linear(hidden, hidden)
+        self.scorer_action = nn.Linear(NUM_ACTION_FEATURES + action_embedding, hidden, bias=False)
+        self.scorer_out = nn.Sequential(nn.ReLU(), nn.Linear(hidden, 1))
+        self.value_head = nn.Sequential(nn.Linear(hidden, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(
+        self,
+        observation: torch.Tensor,  # (B, observation_size)
+        context: torch.Tensor,  # (B, NUM_CONTEXT_FEATURES)
+        action_features: torch.Tensor,  # (B, A, NUM_ACTION_FEATURES)
+        action_ids: torch.Tensor,  # (B, A) long, NUM_ACTIONS for padding
+        legal: torch.Tensor,  # (B, A) bool
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logits (B, A) with -inf on padding, value (B,))``."""
+        embedded = self.encoder(torch.cat([observation, context], dim=-1))
+        per_action = self.scorer_action(torch.cat([action_features, self.action_embedding(action_ids)], dim=-1))
+        scores = self.scorer_out(self.scorer_context(embedded).unsqueeze(1) + per_action)
+        logits = scores.squeeze(-1).masked_fill(~legal, float("-inf"))
+        return logits, self.value_head(embedded).squeeze(-1)
