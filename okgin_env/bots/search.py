@@ -5,22 +5,30 @@ At each of its decisions that has a real choice, the bot
 1. lists **candidate actions**: both choices of an upcard offer or a draw; for a discard the
    few cards that leave the least deadwood (``max_discards``) and, if knocking is legal, the few
    best knocks (``max_knocks``). A legal gin is played at once; a single legal action returned.
-2. samples **determinizations**: a full round state consistent with what its observation shows:
+2. samples **determinizations**: full round states consistent with what its observation shows:
    its own hand, the discard pile (top card known; the order of the cards below it is not in the
    observation and is sampled), the cards each opponent is known to hold (taken from the pile),
-   the knock limit, phase, stock size and reshuffle count. The unseen cards are shuffled between
-   the opponents' hands (each holds ``hand_size`` cards: the bot only acts on its own turn) and
-   the stock.
+   the knock limit, phase, stock size and reshuffle count. The unseen cards are dealt out to the
+   opponents' hands (each holds ``hand_size`` cards: the bot only acts on its own turn) and the
+   stock, with an **opponent model** (``opponent_model="greedy"``): a sampled hand plays as many
+   greedy turns as the opponent has had (draw an unseen card, throw back the one leaving the
+   least deadwood), so it holds melds and low cards like a real player's; and (``infer_discard``)
+   the previous player's hand is improved until the card they just threw is one of their
+   least-deadwood discards, as it was. Optionally (``max_resamples > 1``) hands with deadwood
+   within the knock limit, with which that player would have knocked, are drawn again.
+   ``opponent_model="uniform"`` deals the unseen cards uniformly.
 3. for every determinization plays **each candidate** and then the ``simple`` policy for every
    seat to the end of the round (common random numbers: all candidates see the same
    determinizations and the same rollout tie-breaks), and plays the candidate with the best mean
-   round reward for itself (CONTRACT.md ``reward="points"``: zero-sum points).
+   round reward for itself (CONTRACT.md ``reward="points"``: zero-sum points), plus
+   ``default_bonus`` points for the action ``simple`` would play.
 
 The rules options that the observation does not show (preset scoring, bonuses, ``spade_double``
 …) come from ``rules`` (a preset name or a ``RulesConfig``; default ``"classic"`` for two players
 and ``"penalty"`` for three or four). The budget is ``rollouts`` playouts per decision (spread
 over the candidates; reproducible for a seed); ``time_limit`` (seconds, optional) also stops
-sampling once reached, at the price of reproducibility.
+sampling once reached, at the price of reproducibility. The bot keeps no memory between
+decisions: everything comes from the current observation.
 """
 
 from __future__ import annotations
@@ -147,14 +155,12 @@ class SearchBot:
         max_knocks: int = 2,
         time_limit: float | None = None,
         opponent_model: str = "greedy",
-        model_scale: float = 1.0,
+        model_scale: float = 0.5,
         max_model_draws: int = 12,
         infer_discard: bool = True,
         max_repair: int = 12,
-        passed_samples: int = 1,
-        passed_slack: float = 0.3,
         default_bonus: float = 0.0,
-        max_resamples: int = 8,
+        max_resamples: int = 1,
         **rule_options,
     ):
         if rollouts < 1:
@@ -178,8 +184,6 @@ class SearchBot:
         self.max_repair = max_repair
         self.default_bonus = default_bonus
         self.max_resamples = max_resamples
-        self.passed_samples = passed_samples
-        self.passed_slack = passed_slack
         self._configs: dict[int, RulesConfig] = {}
         self.last_values: dict[int, float] = {}  # mean value per candidate of the last search
 
@@ -245,7 +249,8 @@ class SearchBot:
                 break
         self.last_values = {a: t / done for a, t in zip(candidates, totals)}
         default = self.default_action(v, candidates)
-        scores = [value + (self.default_bonus if action == default else 0.0) for action, value in self.last_values.items()]
+        bonus = self.default_bonus
+        scores = [value + (bonus if action == default else 0.0) for action, value in self.last_values.items()]
         # Ties go to the first candidate: the engine's least-deadwood order.
         return candidates[scores.index(max(scores))]
 
@@ -310,26 +315,6 @@ class SearchBot:
             rng.shuffle(stock)  # the thrown-back cards went to the front
         return hands, stock
 
-    def _sample_hands_weighted(self, v: ObservationView, config: RulesConfig) -> tuple[list[int], list[int]]:
-        """``_sample_hands`` ``passed_samples`` times, one kept with weight ``passed_slack ** violations``,
-        a violation being a card an opponent declined or threw that makes a meld with their sampled hand."""
-        if self.passed_samples <= 1:
-            return self._sample_hands(v, config)
-        options, weights = [], []
-        for _ in range(self.passed_samples):
-            hands, stock = self._sample_hands(v, config)
-            violations = 0
-            for k in range(1, v.num_players):
-                rest = v.opponent_passed[k - 1] & ~hands[k]
-                while rest:
-                    low = rest & -rest
-                    rest ^= low
-                    if in_some_meld(hands[k], low.bit_length() - 1):
-                        violations += 1
-            options.append((hands, stock))
-            weights.append(self.passed_slack**violations)
-        return self.rng.choices(options, weights=weights, k=1)[0]
-
     @staticmethod
     def _last_discard(v: ObservationView) -> int:
         """The card the previous player just threw, or -1 if nobody has thrown one yet this round."""
@@ -347,7 +332,7 @@ class SearchBot:
     def determinize(self, v: ObservationView, config: RulesConfig) -> RoundState:
         """One full round state consistent with the observation; the observer is seat 0."""
         n = v.num_players
-        hands, stock = self._sample_hands_weighted(v, config)
+        hands, stock = self._sample_hands(v, config)
         if len(stock) != v.stock_size:
             raise ValueError(
                 f"the observation is inconsistent: {len(stock)} unseen cards left for a stock of {v.stock_size}"
