@@ -3,6 +3,7 @@
 The public names of CONTRACT.md live here; importing this package never imports torch.
 """
 
+from . import bots
 from .env import env, raw_env
 from .gym_env import GymEnv
 from .rules.actions import NUM_ACTIONS, action_str
@@ -23,6 +24,7 @@ __all__ = [
     "RulesConfig",
     "VectorGymEnv",
     "action_str",
+    "bots",
     "best_melds",
     "card_id",
     "card_str",

@@ -21,7 +21,10 @@ At each of its decisions that has a real choice, the bot
    seat to the end of the round (common random numbers: all candidates see the same
    determinizations and the same rollout tie-breaks), and plays the candidate with the best mean
    round reward for itself (CONTRACT.md ``reward="points"``: zero-sum points), plus
-   ``default_bonus`` points for the action ``simple`` would play.
+   ``default_bonus`` points for the action ``simple`` would play. With more than two candidates
+   the budget is spent in two stages (see ``SearchBot.search``): half picks two finalists, half
+   compares them on fresh samples, so that an exactly scored knock is not beaten by the luckiest
+   of several simulated discards.
 
 The rules options that the observation does not show (preset scoring, bonuses, ``spade_double``
 …) come from ``rules`` (a preset name or a ``RulesConfig``; default ``"classic"`` for two players
@@ -230,15 +233,48 @@ class SearchBot:
         return chosen
 
     def search(self, v: ObservationView, candidates: list[int]) -> int:
+        """Pick among ``candidates`` by simulation; with more than two, in two stages.
+
+        Taking the best of several noisy means favours the noisiest candidates (the winner's
+        curse): a knock, scored exactly at the showdown, would lose to the luckiest of several
+        discards whose futures are simulated. So half the budget picks two finalists (the best
+        knock and the best discard when both kinds are there, else the best two), and the other
+        half compares only those two, on fresh determinizations.
+        """
         config = self.config_for(v.num_players)
-        totals = [0.0] * len(candidates)
-        determinizations = max(1, self.rollouts // len(candidates))
         deadline = None if self.time_limit is None else time.perf_counter() + self.time_limit
+        default = self.default_action(v, candidates)
+        values: dict[int, float] = {}
+        finalists = candidates
+        budget = self.rollouts
+        if len(candidates) > 2:
+            first = self._simulate(v, config, candidates, max(1, budget // 2 // len(candidates)), deadline)
+            values.update(first)
+            knocks = [a for a in candidates if a >= KNOCK_BASE]
+            discards = [a for a in candidates if a < KNOCK_BASE]
+            if knocks and discards:
+                finalists = [max(knocks, key=first.get), max(discards, key=first.get)]
+            else:
+                finalists = sorted(candidates, key=first.get, reverse=True)[:2]
+            budget -= len(candidates) * max(1, budget // 2 // len(candidates))
+        second = self._simulate(v, config, finalists, max(1, budget // len(finalists)), deadline)
+        values.update(second)
+        self.last_values = values
+        bonus = self.default_bonus
+        scores = [second[a] + (bonus if a == default else 0.0) for a in finalists]
+        # Ties go to the first finalist: the engine's least-deadwood order.
+        return finalists[scores.index(max(scores))]
+
+    def _simulate(
+        self, v: ObservationView, config: RulesConfig, actions: list[int], determinizations: int, deadline: float | None
+    ) -> dict[int, float]:
+        """Mean round reward of each action over the same ``determinizations`` sampled states."""
+        totals = [0.0] * len(actions)
         done = 0
         for _ in range(determinizations):
             base = self.determinize(v, config)
             seed = self.rng.getrandbits(32)
-            for i, action in enumerate(candidates):
+            for i, action in enumerate(actions):
                 state = _copy_state(base)
                 state.apply(action)
                 playout(state, random.Random(seed))
@@ -247,12 +283,7 @@ class SearchBot:
             done += 1
             if deadline is not None and time.perf_counter() > deadline:
                 break
-        self.last_values = {a: t / done for a, t in zip(candidates, totals)}
-        default = self.default_action(v, candidates)
-        bonus = self.default_bonus
-        scores = [value + (bonus if action == default else 0.0) for action, value in self.last_values.items()]
-        # Ties go to the first candidate: the engine's least-deadwood order.
-        return candidates[scores.index(max(scores))]
+        return {a: t / done for a, t in zip(actions, totals)}
 
     def default_action(self, v: ObservationView, candidates: list[int]) -> int | None:
         """What ``simple`` would play here (it gets ``default_bonus`` points: deviating from it on
