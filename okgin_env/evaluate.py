@@ -11,7 +11,7 @@ CLI (also the ``okgin-eval`` command)::
 
     python -m okgin_env.evaluate search simple --matches 200 --workers 2 --out out/search_vs_simple
     python -m okgin_env.evaluate random simple search --matches 100          # round robin
-    python -m okgin_env.evaluate checkpoints/policy.pt simple --episode round
+    python -m okgin_env.evaluate checkpoints/okgin_classic.pt simple --episode round
 
 **Policies.** A policy is given by a *spec*: a bot name (``"random"``, ``"simple"``,
 ``"search"``), optionally with constructor arguments (``"search:rollouts=64,max_discards=3"``);
@@ -50,7 +50,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -530,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="okgin-eval",
         description="Evaluate Oklahoma Gin policies head to head (two) or round robin (more), "
-        "with mirrored deals and 95%% Wilson intervals.",
+        "with mirrored deals and 95% Wilson intervals.",
     )
     parser.add_argument(
         "policies",

@@ -256,6 +256,35 @@ def test_search_samples_states_consistent_with_the_observation(positions):
             assert sample.is_over
 
 
+def test_search_gives_every_card_an_opponent_took_a_meld():
+    """Players take face-up cards to meld them, so sampled hands hold a meld for each known card
+    (checked where the true hand has one: simple players, who take only cards that meld)."""
+    checked = missing = 0
+    for rules, num_players in TABLES:
+        env = okgin_env.raw_env(rules=rules, num_players=num_players, episode="round")
+        bots = [SimpleBot(seed=i) for i in range(num_players)]
+        search = SearchBot(seed=2, rules=rules, infer_takes=True)
+        config = search.config_for(num_players)
+        for game in range(15):
+            env.reset(seed=100 + game)
+            while not any(env.terminations.values()):
+                agent = env.agent_selection
+                observation = env.observe(agent)
+                v = view(observation)
+                state = env.round_state
+                if any(v.opponent_known):
+                    sample = search.determinize(v, config)
+                    for k in range(1, num_players):
+                        true_hand = state.hands[(state.current + k) % num_players]
+                        for card in from_mask(v.opponent_known[k - 1]):
+                            if in_some_meld(true_hand & ~(1 << card), card):
+                                checked += 1
+                                missing += not in_some_meld(sample.hands[k] & ~(1 << card), card)
+                env.step(bots[env.agent_name_mapping[agent]].act(observation))
+    assert checked > 100
+    assert missing <= 0.03 * checked
+
+
 def test_the_last_discard_constraint_holds_for_simple_players():
     """search assumes the card the previous player just threw was one of their least-deadwood discards:
     exactly what ``simple`` does (bar the rare turn where the best discard was the card it had taken)."""

@@ -15,7 +15,9 @@ import okgin_env  # noqa: E402
 from training.policy import CheckpointError, load_checkpoint, load_policy, save_checkpoint  # noqa: E402
 from training.train import main as train_main  # noqa: E402
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "okgin_classic_ppo.pt"
+CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
+SHIPPED = CHECKPOINTS / "okgin_classic.pt"
+STAGE_ONE = CHECKPOINTS / "okgin_classic_ppo.pt"  # the PPO policy that training.improve starts from
 TINY = ["--num-tables", "8", "--rollout-length", "8", "--bc-updates", "1", "--bc-epochs", "1",
         "--ppo-epochs", "1", "--minibatch-size", "32", "--eval-every", "1000", "--no-progress"]
 
@@ -97,10 +99,12 @@ def test_checkpoint_errors_name_the_file_and_the_problem(trained_run: Path, tmp_
         load_checkpoint(trained_run / "last.pt", rules="penalty")
 
 
-def test_shipped_checkpoint_loads_and_plays_legal_moves():
-    assert SHIPPED.is_file(), f"the shipped policy {SHIPPED} is missing"
-    policy = load_policy(SHIPPED)
+@pytest.mark.parametrize("path", [SHIPPED, STAGE_ONE], ids=["shipped", "stage_one"])
+def test_shipped_checkpoints_load_and_play_legal_moves(path: Path):
+    assert path.is_file(), f"the shipped policy {path} is missing"
+    policy = load_policy(path)
     assert play_short_match(policy, seed=1) > 0
+    assert load_checkpoint(path)["metadata"]["rules"] == "classic"
 
 
 def test_importing_okgin_env_does_not_import_torch():
@@ -112,3 +116,73 @@ def test_policy_rejects_an_observation_of_another_layout(trained_run: Path):
     policy = load_policy(trained_run / "last.pt")
     with pytest.raises(ValueError, match="2-player layout"):
         policy.act({"observation": np.zeros(10, dtype=np.float32), "action_mask": np.ones(107, dtype=np.int8)})
+
+
+# ----------------------------------------------------------------------------- the privileged critic
+
+
+def test_privileged_features_describe_the_hidden_cards():
+    from helpers import mask, new_round
+
+    from okgin_env.rules.cards import card_id
+    from training.features import NUM_PRIVILEGED_FEATURES, PRIVILEGED_STOCK_CARDS, privileged_features
+
+    state = new_round(["AS 2S 3S 4H 5H 6H 9C 9D KC KD", "2C 3C 4C 7D 8D 9H TH JH QS KS"], upcard="8S",
+                      stock="5C 6D 7S AH")
+    features = privileged_features(state, seat=0)
+    assert features.shape == (NUM_PRIVILEGED_FEATURES,)
+    cards = np.arange(52)
+    assert (np.flatnonzero(features[:52]) == np.flatnonzero((state.hands[1] >> cards) & 1)).all()
+    assert sorted(np.flatnonzero(features[52:104])) == sorted(state.stock)
+    for k, card in enumerate(["5C", "6D", "7S", "AH"][:PRIVILEGED_STOCK_CARDS]):
+        plane = features[(2 + k) * 52: (3 + k) * 52]
+        assert np.flatnonzero(plane).tolist() == [card_id(card)]
+    scalars = features[52 * (2 + PRIVILEGED_STOCK_CARDS):]
+    # Seat 1: 2C3C4C and 9H TH JH melded; 7D 8D QS KS left = 7 + 8 + 10 + 10.
+    assert scalars[0] == pytest.approx(35 / 50)
+    assert scalars[1] == 0.0  # 35 is over the knock limit of 8
+    # Seat 0 draws 5C: AS2S3S, 4H5H6H melded, best discard leaves 9C 9D KC KD... = 38 (5C kept or thrown).
+    from okgin_env.rules.melds import best_discard_deadwood_of_mask
+
+    assert scalars[2] == pytest.approx(best_discard_deadwood_of_mask(mask("AS 2S 3S 4H 5H 6H 9C 9D KC KD 5C")) / 50)
+
+
+def test_init_from_starts_from_the_given_weights_and_warms_up_the_critic_alone(trained_run: Path, tmp_path: Path):
+    start = load_checkpoint(trained_run / "last.pt")
+    run_dir = tmp_path / "fine_tune"
+    train_main([*TINY, "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "4",  # one update
+                "--init-from", str(trained_run / "last.pt"), "--privileged-critic", "--critic-warmup-updates", "1"])
+    after = load_checkpoint(run_dir / "last.pt")
+    for key in start["model"]:  # the policy did not move during the critic's warm-up
+        assert torch.equal(start["model"][key], after["model"][key]), key
+    assert "critic" in after and "critic_optimizer" in after
+    assert "critic" in (run_dir / "progress.csv").read_text()
+
+
+def test_init_from_with_another_network_width_is_a_clear_error(trained_run: Path, tmp_path: Path):
+    with pytest.raises(ValueError, match="pass --hidden 192"):
+        train_main([*TINY, "--total-decisions", "128", "--run-dir", str(tmp_path / "x"), "--hidden", "64",
+                    "--init-from", str(trained_run / "last.pt")])
+
+
+# ----------------------------------------------------------------------------- improvement by rollouts
+
+
+def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_policy(trained_run: Path, tmp_path: Path):
+    from training.improve import centred, label_decisions
+    from training.improve import main as improve_main
+
+    jobs = [(str(trained_run / "last.pt"), "classic", 5, 12, str(tmp_path / f"labels_{k}.npz")) for k in "ab"]
+    first, second = (np.load(label_decisions(job)) for job in jobs)
+    for key in first.files:  # same seed, same labels
+        assert np.array_equal(first[key], second[key]), key
+    legal, q = first["legal"], first["q"]
+    assert legal.shape == (12, 24) and (legal.sum(1) >= 2).all()  # only decisions with a choice
+    assert (q[~legal] == 0).all() and np.abs(q[legal]).max() <= 200
+    row = torch.tensor([[1.0, 3.0, 8.0]])
+    assert torch.allclose(centred(row, torch.tensor([[True, True, False]])), torch.tensor([[-1.0, 1.0, 0.0]]))
+
+    summary = improve_main(["--init-from", str(trained_run / "last.pt"), "--decisions", "24", "--workers", "1",
+                            "--epochs", "1", "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+    assert summary["labelled_decisions"] == 24
+    assert play_short_match(load_policy(tmp_path / "improve" / "fitted.pt")) > 0

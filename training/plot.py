@@ -16,7 +16,7 @@ def plot_progress(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
     run_dir = Path(run_dir)
     with open(run_dir / "progress.csv", newline="") as handle:
-        rows = [row for row in csv.DictReader(handle) if row.get("win_rate_vs_simple")]
+        rows = [row for row in csv.DictReader(handle) if row.get("win_rate_vs_simple") and row.get("win_rate_vs_random")]
     out = Path(out) if out else run_dir / "learning_curve.png"
     figure, axis = plt.subplots(figsize=(7, 4))
     minutes = [float(row["elapsed_s"]) / 60 for row in rows]

@@ -9,11 +9,20 @@ does (random rounds are 96-99% draws). PPO then improves on it against ``simple`
 rewards = the learner's zero-sum round points / 25, one round = one GAE episode, inside full
 matches (so the score inputs are realistic). Both cores: the learner steps all tables and runs
 batched inference in the main process while evaluation runs in a second process.
+
+Optionally (``--privileged-critic``) advantages come from a training-only
+value network that also sees the opponent's hand and the next stock cards (``privileged_features``).
+It predicts a round's points far better than the observation alone (squared error 0.09 against
+0.15 for the policy's own value head, in (points/25)^2), and a baseline that depends on hidden
+state but not on the action keeps the policy gradient unbiased. The policy sees the observation
+alone. Measured so far: 1.5M decisions of fine-tuning the shipped policy with it moved no
+400-match evaluation outside noise (48-57%), so it is off by default and the defaults stay the
+recipe of the shipped PPO policy. ``--init-from`` fine-tunes a trained policy (no
+imitation; the critic, if any, warms up first).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -34,6 +43,9 @@ from okgin_env.rules.config import make_config
 from okgin_env.rules.match import MatchState
 from okgin_env.vector import VectorGymEnv
 
+from .cli import parse_dataclass_args, seed_everything
+from .features import privileged_features
+from .model import PrivilegedCritic
 from .plot import plot_progress
 from .policy import build_model, encode_decision, load_checkpoint, save_checkpoint
 
@@ -57,6 +69,13 @@ class Args:
     gae_lambda: float = field(default=0.95, metadata={"help": "GAE lambda (gamma is 1 within a round)"})
     reward_scale: float = field(default=25.0, metadata={"help": "round points are divided by this"})
     hidden: int = field(default=192, metadata={"help": "hidden width of the network"})
+    init_from: str = field(default="", metadata={"help": "start the policy from this checkpoint's weights (skips imitation)"})
+    privileged_critic: bool = field(default=False, metadata={
+        "help": "advantages from a training-only critic that also sees hidden cards (the policy never does)"})
+    critic_hidden: int = field(default=256, metadata={"help": "hidden width of the privileged critic"})
+    critic_learning_rate: float = field(default=3e-4, metadata={"help": "Adam learning rate of the privileged critic"})
+    critic_warmup_updates: int = field(default=5, metadata={
+        "help": "updates that train only the privileged critic before the policy moves (after imitation or --init-from)"})
     eval_every: int = field(default=10, metadata={"help": "updates between evaluations"})
     eval_matches: int = field(default=400, metadata={"help": "matches per evaluation against simple"})
     run_dir: str = field(default="runs/ppo", metadata={"help": "checkpoints, CSV, TensorBoard logs, plot"})
@@ -66,15 +85,7 @@ class Args:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for item in dataclasses.fields(Args):
-        if item.type == "bool" or isinstance(item.default, bool):
-            parser.add_argument(f"--{item.name.replace('_', '-')}", action=argparse.BooleanOptionalAction,
-                                default=item.default, help=item.metadata["help"])
-        else:
-            parser.add_argument(f"--{item.name.replace('_', '-')}", type=type(item.default), default=item.default,
-                                help=f"{item.metadata['help']} (default: {item.default})")
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
 
 
 # ----------------------------------------------------------------------------- the batched tables
@@ -93,6 +104,13 @@ def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int):
     tensors = (torch.from_numpy(np.asarray(observations, dtype=np.float32)),
                *(torch.from_numpy(np.stack(x)) for x in (contexts, features, ids, legals)))
     return tensors, actions
+
+
+def privileged_batch(tables: VectorGymEnv) -> torch.Tensor:
+    """Hidden facts of every table at its learner's decision (inputs of the training critic only)."""
+    seats = tables.batch.seats
+    return torch.from_numpy(np.stack([privileged_features(match.round, int(seat))
+                                      for match, seat in zip(tables.batch.matches, seats)]))
 
 
 # ----------------------------------------------------------------------------- evaluation (second process)
@@ -159,10 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
 
     # Seeding: one block for every source of randomness.
-    random.seed(args.seed)
-    np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.torch_threads)
+    seed_everything(args.seed, args.torch_threads)
     table_rng = np.random.default_rng(args.seed)
 
     config = make_config(args.rules)
@@ -170,12 +185,29 @@ def main(argv: list[str] | None = None) -> None:
     observation_size = layout_for(num_players).size
     model = build_model({"observation_size": observation_size, "hidden": args.hidden})
     optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate, eps=1e-5)
+    critic = critic_optimizer = None
+    if args.privileged_critic:
+        critic = PrivilegedCritic(observation_size, hidden=args.critic_hidden)
+        critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
     metadata = {"rules": args.rules, "num_players": config.num_players, "args": dataclasses.asdict(args)}
     update, decisions, best_win_rate, elapsed_before = 0, 0, -1.0, 0.0
+    # Imitation first, unless the policy starts from trained weights; then the critic alone learns
+    # for a few updates, so that its first advantages are not noise.
+    imitation_updates = 0 if args.init_from else args.bc_updates
+    policy_frozen_until = imitation_updates + (args.critic_warmup_updates if args.privileged_critic else 0)
+    if args.init_from and not (args.resume and (run_dir / "last.pt").exists()):
+        start_payload = load_checkpoint(args.init_from, rules=args.rules)
+        if start_payload["metadata"].get("hidden") != args.hidden:
+            raise ValueError(f"--init-from {args.init_from} has hidden={start_payload['metadata'].get('hidden')}; "
+                             f"pass --hidden {start_payload['metadata'].get('hidden')}")
+        model.load_state_dict(start_payload["model"])
     if args.resume and (run_dir / "last.pt").exists():
         payload = load_checkpoint(run_dir / "last.pt", rules=args.rules)
         model.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
+        if critic is not None and "critic" in payload:
+            critic.load_state_dict(payload["critic"])
+            critic_optimizer.load_state_dict(payload["critic_optimizer"])
         progress_state = payload["metadata"]["progress"]
         update, decisions = progress_state["update"], progress_state["decisions"]
         best_win_rate, elapsed_before = progress_state["best_win_rate"], progress_state["elapsed"]
@@ -189,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     teacher_rng = random.Random(args.seed)
     writer = SummaryWriter(str(run_dir / "tensorboard"))
     csv_path = run_dir / "progress.csv"
-    csv_fields = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "entropy",
+    csv_fields = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "critic_loss", "entropy",
                   "train_points_per_round", "win_rate_vs_simple", "win_rate_vs_random", "points_per_round_vs_simple"]
     if not csv_path.exists():
         with open(csv_path, "w", newline="") as handle:
@@ -201,14 +233,19 @@ def main(argv: list[str] | None = None) -> None:
     last_eval: dict[str, float] = {}
 
     while decisions < args.total_decisions:
-        behaviour_cloning = update < args.bc_updates
+        behaviour_cloning = update < imitation_updates
+        policy_frozen = update < policy_frozen_until and not behaviour_cloning
         # ---- rollout: every table's learner decides once per step, in one batched forward pass
-        storage: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "act", "logp", "value", "reward", "done")}
+        storage: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "act", "logp", "value",
+                                                    "reward", "done", *(("priv",) if critic is not None else ()))}
         round_points, rounds = 0.0, 0
         for _ in range(args.rollout_length):
             (obs, ctx, feat, ids, legal), legal_actions = encode_batch(observations, masks, num_players)
+            privileged = privileged_batch(tables) if critic is not None else None
             with torch.no_grad():
                 logits, value = model(obs, ctx, feat, ids, legal)
+                if critic is not None:
+                    value = critic(obs, ctx, privileged)
             distribution = torch.distributions.Categorical(logits=logits)
             if behaviour_cloning:
                 states = [match.round for match in tables.batch.matches]
@@ -226,8 +263,9 @@ def main(argv: list[str] | None = None) -> None:
             for key, value_ in (("obs", obs), ("ctx", ctx), ("feat", feat), ("ids", ids), ("legal", legal),
                                 ("act", chosen), ("logp", distribution.log_prob(chosen)), ("value", value),
                                 ("reward", torch.from_numpy(rewards / args.reward_scale)),
-                                ("done", torch.from_numpy(round_ended.astype(np.float32)))):
-                storage[key].append(value_)
+                                ("done", torch.from_numpy(round_ended.astype(np.float32))), ("priv", privileged)):
+                if key in storage:
+                    storage[key].append(value_)
         decisions += args.rollout_length * args.num_tables
         batch = {k: torch.stack(v) for k, v in storage.items()}  # (T, N, ...)
 
@@ -235,6 +273,8 @@ def main(argv: list[str] | None = None) -> None:
         with torch.no_grad():
             next_inputs, _ = encode_batch(observations, masks, num_players)
             _, next_value = model(*next_inputs)
+            if critic is not None:
+                next_value = critic(next_inputs[0], next_inputs[1], privileged_batch(tables))
         advantages = torch.zeros_like(batch["reward"])
         running = torch.zeros(args.num_tables)
         for t in reversed(range(args.rollout_length)):
@@ -261,6 +301,17 @@ def main(argv: list[str] | None = None) -> None:
                 log_prob = distribution.log_prob(flat["act"][idx])
                 entropy = distribution.entropy().mean()
                 value_loss = 0.5 * (value - flat_ret[idx]).pow(2).mean()
+                critic_loss = torch.tensor(float("nan"))
+                if critic is not None:
+                    # The policy's own value head stays as an auxiliary target; the critic gives the advantages.
+                    critic_loss = 0.5 * (critic(flat["obs"][idx], flat["ctx"][idx], flat["priv"][idx]) - flat_ret[idx]).pow(2).mean()
+                    critic_optimizer.zero_grad()
+                    critic_loss.backward()
+                    torch.nn.utils.clip_grad_norm_(critic.parameters(), 0.5)
+                    critic_optimizer.step()
+                if policy_frozen:
+                    losses.append((float("nan"), value_loss.item(), entropy.item(), critic_loss.item()))
+                    continue
                 if behaviour_cloning:
                     policy_loss = -log_prob.mean()
                     loss = policy_loss + args.value_coef * value_loss
@@ -274,20 +325,22 @@ def main(argv: list[str] | None = None) -> None:
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
                 optimizer.step()
-                losses.append((policy_loss.item(), value_loss.item(), entropy.item()))
+                losses.append((policy_loss.item(), value_loss.item(), entropy.item(), critic_loss.item()))
         update += 1
 
         # ---- logging
         elapsed = time.time() - start
         train_points = round_points / max(1, rounds)
-        policy_loss, value_loss, entropy = np.mean(losses, axis=0)
+        policy_loss, value_loss, entropy, critic_loss = np.mean(losses, axis=0)
         writer.add_scalar("losses/policy_loss", policy_loss, decisions)
+        writer.add_scalar("losses/critic_loss", critic_loss, decisions)
         writer.add_scalar("losses/value_loss", value_loss, decisions)
         writer.add_scalar("losses/entropy", entropy, decisions)
         writer.add_scalar("charts/train_points_per_round_vs_simple", train_points, decisions)
         writer.add_scalar("charts/decisions_per_second", decisions / max(elapsed, 1e-9), decisions)
         row = {"update": update, "decisions": decisions, "elapsed_s": round(elapsed, 1),
-               "phase": "bc" if behaviour_cloning else "ppo", "policy_loss": policy_loss, "value_loss": value_loss,
+               "phase": "bc" if behaviour_cloning else "critic" if policy_frozen else "ppo", "policy_loss": policy_loss, "value_loss": value_loss,
+               "critic_loss": critic_loss,
                "entropy": entropy, "train_points_per_round": train_points}
 
         # ---- evaluation in the second process; the best checkpoint is kept
@@ -304,8 +357,11 @@ def main(argv: list[str] | None = None) -> None:
             pending_eval = None
         progress_state = {"update": update, "decisions": decisions, "best_win_rate": best_win_rate, "elapsed": elapsed}
         meta = {**metadata, "progress": progress_state, "evaluation": last_eval}
-        save_checkpoint(run_dir / "last.pt", model, meta, extra={"optimizer": optimizer.state_dict()})
-        if update % args.eval_every == 0 and pending_eval is None and not behaviour_cloning:
+        extra = {"optimizer": optimizer.state_dict()}
+        if critic is not None:
+            extra.update(critic=critic.state_dict(), critic_optimizer=critic_optimizer.state_dict())
+        save_checkpoint(run_dir / "last.pt", model, meta, extra=extra)
+        if update % args.eval_every == 0 and pending_eval is None and not behaviour_cloning and not policy_frozen:
             candidate = run_dir / f"candidate_{update}.pt"
             save_checkpoint(candidate, model, meta)
             pending_eval = (evaluator.apply_async(evaluate_checkpoint, (str(candidate), args.eval_matches, args.seed)),

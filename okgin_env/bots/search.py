@@ -12,7 +12,9 @@ At each of its decisions that has a real choice, the bot
    opponents' hands (each holds ``hand_size`` cards: the bot only acts on its own turn) and the
    stock, with an **opponent model** (``opponent_model="greedy"``): a sampled hand plays as many
    greedy turns as the opponent has had (draw an unseen card, throw back the one leaving the
-   least deadwood), so it holds melds and low cards like a real player's; and (``infer_discard``)
+   least deadwood), so it holds melds and low cards like a real player's; optionally
+   (``infer_takes=True``, off by default: not yet measured in matches) every card a player took
+   from the pile gets a meld, since players take face-up cards to meld them; and (``infer_discard``)
    the previous player's hand is improved until the card they just threw is one of their
    least-deadwood discards, as it was. Optionally (``max_resamples > 1``) hands with deadwood
    within the knock limit, with which that player would have knocked, are drawn again.
@@ -43,7 +45,7 @@ import time
 import numpy as np
 
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-from ..rules.cards import FULL_DECK_MASK, from_mask
+from ..rules.cards import FULL_DECK_MASK, NUM_RANKS, from_mask, to_mask
 from ..rules.config import RulesConfig, make_config
 from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
 from ..rules.round import Phase, RoundState
@@ -144,6 +146,44 @@ def _greedy_draws(hand: int, fixed: int, pool: list[int], draws: int, rng: rando
     return hand
 
 
+def _meld_options(card: int, hand: int, pool: int) -> list[int]:
+    """Masks of pool cards that, added to ``hand``, put ``card`` in a set or a run (each minimal)."""
+    rank, suit = card % NUM_RANKS, card // NUM_RANKS
+    reachable = hand | pool
+    options = []
+    partners = [s * NUM_RANKS + rank for s in range(4) if s != suit and reachable >> (s * NUM_RANKS + rank) & 1]
+    for i in range(len(partners)):
+        for j in range(i + 1, len(partners)):
+            options.append((1 << partners[i] | 1 << partners[j]) & ~hand)
+    base = suit * NUM_RANKS
+    for low in (rank - 2, rank - 1, rank):
+        if low < 0 or low + 2 >= NUM_RANKS:
+            continue
+        cards = [base + r for r in range(low, low + 3) if r != rank]
+        if all(reachable >> c & 1 for c in cards):
+            options.append((1 << cards[0] | 1 << cards[1]) & ~hand)
+    return options
+
+
+def _complete_melds(known: int, slots: int, pool: list[int], rng: random.Random) -> int:
+    """``known`` plus, for each known card not yet in a meld, unseen cards that give it one
+    (taken out of ``pool``), within ``slots`` added cards."""
+    hand = known
+    added = 0
+    for card in from_mask(known):
+        if in_some_meld(hand & ~(1 << card), card):
+            continue
+        options = [m for m in _meld_options(card, hand & ~(1 << card), to_mask(pool)) if added + m.bit_count() <= slots]
+        if not options:
+            continue
+        choice = options[rng.randrange(len(options))]
+        hand |= choice
+        added += choice.bit_count()
+        for c in from_mask(choice):
+            pool.remove(c)
+    return hand
+
+
 class SearchBot:
     """Determinized Monte Carlo search with simple rollouts (see the module docstring)."""
 
@@ -164,6 +204,7 @@ class SearchBot:
         max_repair: int = 12,
         default_bonus: float = 0.0,
         max_resamples: int = 1,
+        infer_takes: bool = False,
         **rule_options,
     ):
         if rollouts < 1:
@@ -187,6 +228,7 @@ class SearchBot:
         self.max_repair = max_repair
         self.default_bonus = default_bonus
         self.max_resamples = max_resamples
+        self.infer_takes = infer_takes
         self._configs: dict[int, RulesConfig] = {}
         self.last_values: dict[int, float] = {}  # mean value per candidate of the last search
 
@@ -312,21 +354,30 @@ class SearchBot:
         if self.opponent_model == "greedy":
             initial_stock = 52 - n * hand_size - 1
             draws = min(self.max_model_draws, int(self.model_scale * max(0, initial_stock - v.stock_size) / n + 0.5))
+        # A player takes a face-up card to meld it: first give each card an opponent took a meld
+        # (for every opponent before any hand is filled, so that no partner is dealt away).
+        melded = list(hands)
+        for k in range(1, n):
+            need = hand_size - hands[k].bit_count()
+            if need < 0:
+                raise ValueError(f"opponent {k} is shown holding more than {hand_size} cards")
+            if self.infer_takes and hands[k]:
+                melded[k] = _complete_melds(hands[k], need, unseen, rng)
         for k in range(1, n):
             known = hands[k]
             need = hand_size - known.bit_count()
-            if need < 0:
-                raise ValueError(f"opponent {k} is shown holding more than {hand_size} cards")
             inferring = k == n - 1 and last_discard >= 0 and need > 0
+            hand = melded[k]
             for attempt in range(self.max_resamples if inferring else 1):
                 if attempt:
-                    unseen.extend(from_mask(hand & ~known))  # put the rejected guess back
+                    unseen.extend(from_mask(hand & ~melded[k]))  # put the rejected guess back
                     rng.shuffle(unseen)
-                hand = known
-                for _ in range(need):
+                fixed = melded[k]
+                hand = fixed
+                for _ in range(need - (fixed & ~known).bit_count()):
                     hand |= 1 << unseen.pop()
                 if draws and need:
-                    hand = _greedy_draws(hand, known, unseen, min(draws, len(unseen)), rng)
+                    hand = _greedy_draws(hand, fixed, unseen, min(draws, len(unseen)), rng)
                 if not inferring:
                     break
                 # The previous player just threw the discard top: it was one of their best discards
@@ -336,7 +387,7 @@ class SearchBot:
                 while steps < self.max_repair and deadwood_of_mask(hand) > best_discard_deadwood_of_mask(
                     hand | 1 << last_discard
                 ):
-                    hand = _greedy_draws(hand, known, unseen, 1, rng)
+                    hand = _greedy_draws(hand, fixed, unseen, 1, rng)
                     steps += 1
                 if deadwood_of_mask(hand) > v.knock_limit:
                     break

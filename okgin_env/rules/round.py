@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
-from .cards import NUM_CARDS, NUM_RANKS, card_id, card_value, from_mask
+from .cards import NUM_CARDS, card_id, card_value, from_mask
 from .config import RulesConfig
 from .melds import knock_discards_of_mask
 from .showdown import RoundOutcome, draw_outcome, knock_outcome
