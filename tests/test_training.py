@@ -186,3 +186,13 @@ def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_poli
                             "--epochs", "1", "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
     assert summary["labelled_decisions"] == 24
     assert play_short_match(load_policy(tmp_path / "improve" / "fitted.pt")) > 0
+
+    # A fit on the saved labels plus another run's (here the same run's, twice over).
+    again = improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels",
+                          str(tmp_path / "improve"), "--epochs", "1", "--eval-matches", "0",
+                          "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+    assert again["labelled_decisions"] == 48
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no labels_"):
+        improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels", str(tmp_path / "empty"),
+                      "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
