@@ -196,3 +196,13 @@ def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_poli
     with pytest.raises(FileNotFoundError, match="no labels_"):
         improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels", str(tmp_path / "empty"),
                       "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+
+
+@pytest.mark.parametrize("flag, value", [("--decisions", "0"), ("--workers", "0"), ("--q-scale", "0"),
+                                         ("--validation-fraction", "1.5")])
+def test_improve_rejects_bad_arguments_before_doing_anything(tmp_path: Path, flag: str, value: str):
+    from training.improve import main as improve_main
+
+    with pytest.raises(ValueError, match=flag.lstrip("-").split("-")[0]):
+        improve_main([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"])
+    assert not (tmp_path / "never").exists()

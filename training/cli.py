@@ -22,6 +22,7 @@ def parse_dataclass_args(cls: type[T], argv: list[str] | None, description: str)
                                 help=item.metadata["help"])
         else:
             parser.add_argument(flag, type=type(item.default), default=item.default,
+                                choices=item.metadata.get("choices"),
                                 help=f"{item.metadata['help']} (default: {item.default})")
     return cls(**vars(parser.parse_args(argv)))
 

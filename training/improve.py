@@ -69,6 +69,7 @@ class Args:
     workers: int = field(default=2, metadata={"help": "labelling processes"})
     chunk: int = field(default=2_000, metadata={"help": "decisions per labelling job (each has its own seed and file)"})
     objective: str = field(default="regress", metadata={
+        "choices": ("regress", "policy"),
         "help": "policy: raise the probability of actions above the policy's own mean label (all-actions "
                 "policy gradient, small steps from the start); regress: regress scores onto the labels"})
     q_scale: float = field(default=2.0, metadata={"help": "round points per unit of action score (or of advantage)"})
@@ -202,6 +203,12 @@ def agreement(model, batch: dict[str, torch.Tensor]) -> float:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    for name in ("decisions", "workers", "chunk", "minibatch_size"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if not 0 < args.validation_fraction < 1 or args.q_scale <= 0 or args.epochs < 0:
+        raise ValueError("need 0 < --validation-fraction < 1, --q-scale > 0 and --epochs >= 0; got "
+                         f"{args.validation_fraction}, {args.q_scale} and {args.epochs}")
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
 
