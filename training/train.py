@@ -15,7 +15,7 @@ value network that also sees the opponent's hand and the next stock cards (``pri
 It predicts a round's points far better than the observation alone (squared error 0.09 against
 0.15 for the policy's own value head, in (points/25)^2), and a baseline that depends on hidden
 state but not on the action keeps the policy gradient unbiased. The policy sees the observation
-alone. Measured so far: 1.5M decisions of fine-tuning the shipped policy with it moved no
+alone. Measured so far: 1.5M decisions of fine-tuning the PPO policy with it moved no
 400-match evaluation outside noise (48-57%), so it is off by default and the defaults stay the
 recipe of the shipped PPO policy. ``--init-from`` fine-tunes a trained policy (no
 imitation; the critic, if any, warms up first).
