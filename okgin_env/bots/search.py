@@ -13,7 +13,8 @@ At each of its decisions that has a real choice, the bot
    stock, with an **opponent model** (``opponent_model="greedy"``): a sampled hand plays as many
    greedy turns as the opponent has had (draw an unseen card, throw back the one leaving the
    least deadwood), so it holds melds and low cards like a real player's; optionally
-   (``infer_takes=True``, off by default: not yet measured in matches) every card a player took
+   (``infer_takes=True``, off by default: 56.0% [49.1, 62.7] of 200 matches against ``simple``
+   against 46.5% [39.7, 53.4] without, in separate runs; see the README) every card a player took
    from the pile gets a meld, since players take face-up cards to meld them; and (``infer_discard``)
    the previous player's hand is improved until the card they just threw is one of their
    least-deadwood discards, as it was. Optionally (``max_resamples > 1``) hands with deadwood
