@@ -14,7 +14,7 @@ import numpy as np
 
 from okgin_env.observation import layout_for
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-from okgin_env.rules.cards import CARD_VALUES, NUM_CARDS, SUIT_MASK
+from okgin_env.rules.cards import CARD_VALUES, NUM_CARDS, SUIT_MASK, to_mask
 from okgin_env.rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
 
 ACTION_KINDS = 5  # draw stock, take discard, pass, discard, knock
@@ -151,10 +151,7 @@ def privileged_features(state, seat: int) -> np.ndarray:
     stock = state.stock  # top card last
     cards = np.arange(NUM_CARDS)
     out[:NUM_CARDS] = (opponents >> cards) & 1
-    stock_mask = 0
-    for card in stock:
-        stock_mask |= 1 << card
-    out[NUM_CARDS: 2 * NUM_CARDS] = (stock_mask >> cards) & 1
+    out[NUM_CARDS: 2 * NUM_CARDS] = (to_mask(stock) >> cards) & 1
     for k in range(min(PRIVILEGED_STOCK_CARDS, len(stock))):
         out[(2 + k) * NUM_CARDS + stock[-1 - k]] = 1.0
     scalars = NUM_CARDS * (2 + PRIVILEGED_STOCK_CARDS)

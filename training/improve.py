@@ -52,7 +52,6 @@ from tqdm import tqdm
 
 from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.observation import encode
-from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import make_config
 from okgin_env.rules.match import MatchState
 
@@ -103,9 +102,8 @@ class _Player:
         legal = state.legal_actions()
         if len(legal) == 1:
             return legal[0]
-        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        mask[legal] = 1
-        return self.policy.act({"observation": encode(state, scores, self.config.target_score, seat), "action_mask": mask})
+        observation = encode(state, scores, self.config.target_score, seat)
+        return self.policy.act({"observation": observation, "action_mask": state.legal_mask()})
 
 
 def rollout_points(player: _Player, state, scores, learner: int, seed: int) -> float:
@@ -143,9 +141,9 @@ def label_decisions(job: tuple[str, str, int, int, str]) -> str:
                 match.apply(simple_action_for_state(state, rng))
                 continue
             legal = state.legal_actions()
+            action = legal[0]
             if len(legal) > 1:
-                mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-                mask[legal] = 1
+                mask = state.legal_mask()
                 observation = encode(state, match.scores, config.target_score, learner)
                 context, features, ids, legal_flags, actions = encode_decision(observation, mask, num_players)
                 tie_seed = rng.getrandbits(32)
@@ -157,7 +155,8 @@ def label_decisions(job: tuple[str, str, int, int, str]) -> str:
                 for key, value in (("obs", observation), ("ctx", context), ("feat", features), ("ids", ids),
                                    ("legal", legal_flags), ("q", q)):
                     records[key].append(value)
-            match.apply(player.action(state, match.scores, learner))
+                action = player.policy.act({"observation": observation, "action_mask": mask})  # already encoded
+            match.apply(action)
     np.savez_compressed(out, **{k: np.stack(v) for k, v in records.items()})
     return out
 
@@ -268,17 +267,17 @@ def main(argv: list[str] | None = None) -> dict:
             optimizer.step()
             losses.append(loss.item())
         with torch.no_grad():
+            gain = chosen_points(model, validation) - start_points
             history.append({"epoch": epoch + 1, "train_loss": float(np.mean(losses)),
                             "validation_loss": fit_loss(model, validation, args.q_scale, args.objective).item(),
                             "validation_best_action_agreement": agreement(model, validation),
-                            "validation_gain_points": float((chosen_points(model, validation) - start_points).mean()),
-                            "validation_gain_se": float((chosen_points(model, validation) - start_points).std(correction=0)
-                                                        / validation["q"].shape[0] ** 0.5)})
+                            "validation_gain_points": float(gain.mean()),
+                            "validation_gain_se": float(gain.std(correction=0) / gain.shape[0] ** 0.5)})
         print(json.dumps(history[-1]))
     fitted = run_dir / "fitted.pt"
-    save_checkpoint(fitted, model, {"rules": rules, "num_players": meta["num_players"], "improved_from": str(args.init_from),
-                                    "improve_args": dataclasses.asdict(args), "labelled_decisions": int(size),
-                                    "evaluation": {}})
+    fitted_meta = {"rules": rules, "num_players": meta["num_players"], "improved_from": str(args.init_from),
+                   "improve_args": dataclasses.asdict(args), "labelled_decisions": int(size), "evaluation": {}}
+    save_checkpoint(fitted, model, fitted_meta)
 
     # ---- evaluation: start and fitted on the same mirrored matches
     summary = {"labelled_decisions": int(size), "validation_before": {"loss": before[0], "best_action_agreement": before[1]},
@@ -294,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict:
                                             "points_per_round": pair.points_per_round_a}
             print(name, "vs simple:", json.dumps(summary[f"vs_simple_{name}"]))
         # The fitted checkpoint carries its own evaluation (the starting policy's is stale).
-        save_checkpoint(fitted, model, {**load_checkpoint(fitted)["metadata"], "evaluation": summary["vs_simple_fitted"]})
+        save_checkpoint(fitted, model, {**fitted_meta, "evaluation": summary["vs_simple_fitted"]})
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
 

@@ -138,9 +138,8 @@ def evaluate_checkpoint(path: str, matches: int, seed: int) -> dict[str, float]:
                     match.deal_next_round()
                     continue
                 if state.current == learner:
-                    mask = np.zeros(107, dtype=np.int8)
-                    mask[state.legal_actions()] = 1
-                    view = {"observation": encode(state, match.scores, config.target_score, learner), "action_mask": mask}
+                    view = {"observation": encode(state, match.scores, config.target_score, learner),
+                            "action_mask": state.legal_mask()}
                     action = policy.act(view)
                 elif name == "simple":
                     action = simple_action_for_state(state, bot_rng)
