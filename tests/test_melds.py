@@ -587,6 +587,6 @@ def test_large_hands_use_the_rank_programme_and_agree_with_set_enumeration():
     for _ in range(300):
         mask = to_mask(rng.sample(range(52), rng.randint(12, 22)))
         suits = _split(mask)
-        assert _deadwood_by_rank_dp(mask) == _min_over_sets(suits, _ranks_held_three_times(*suits), _leaf_deadwood)
+        assert _deadwood_by_rank_dp(mask) == _min_over_sets(*suits, _ranks_held_three_times(*suits), _leaf_deadwood)
     assert okgin_env.deadwood(range(52)) == 0
     assert okgin_env.deadwood([c for c in range(52) if c % 13 != 6]) == 0  # no sevens: runs A-6 and 8-K

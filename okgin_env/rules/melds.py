@@ -92,27 +92,46 @@ def _set_choices(suits: tuple[int, int, int, int], rank_bit: int) -> list[tuple[
     return choices
 
 
-def _min_over_sets(suits: tuple[int, int, int, int], set_ranks: int, leaf) -> int:
-    if not set_ranks:
-        return leaf(suits)
+def _min_over_sets(s0: int, s1: int, s2: int, s3: int, set_ranks: int, leaf) -> int:
+    """Least ``leaf(suit masks)`` over every way of melding (or not) a set of each rank in ``set_ranks``.
+
+    Taking a set of a rank clears its bit in every suit (the suits without it are unchanged); with
+    all four suits there are also the four sets of three. Hot path of the solver: plain ints, no lists.
+    """
     rank_bit = set_ranks & -set_ranks
     rest = set_ranks ^ rank_bit
-    best = _min_over_sets(suits, rest, leaf)
-    for remaining in _set_choices(suits, rank_bit):
-        value = _min_over_sets(remaining, rest, leaf)
+    keep = ~rank_bit
+    n0, n1, n2, n3 = s0 & keep, s1 & keep, s2 & keep, s3 & keep
+    if rest:
+        best = _min_over_sets(s0, s1, s2, s3, rest, leaf)
+        value = _min_over_sets(n0, n1, n2, n3, rest, leaf)
         if value < best:
             best = value
+        if s0 & s1 & s2 & s3 & rank_bit:
+            for choice in ((s0, n1, n2, n3), (n0, s1, n2, n3), (n0, n1, s2, n3), (n0, n1, n2, s3)):
+                value = _min_over_sets(*choice, rest, leaf)
+                if value < best:
+                    best = value
+        return best
+    best = leaf(s0, s1, s2, s3)
+    value = leaf(n0, n1, n2, n3)
+    if value < best:
+        best = value
+    if s0 & s1 & s2 & s3 & rank_bit:
+        for choice in ((s0, n1, n2, n3), (n0, s1, n2, n3), (n0, n1, s2, n3), (n0, n1, n2, s3)):
+            value = leaf(*choice)
+            if value < best:
+                best = value
     return best
 
 
-def _leaf_deadwood(suits: tuple[int, int, int, int]) -> int:
+def _leaf_deadwood(s0: int, s1: int, s2: int, s3: int) -> int:
     table = RUN_DEADWOOD
-    return table[suits[0]] + table[suits[1]] + table[suits[2]] + table[suits[3]]
+    return table[s0] + table[s1] + table[s2] + table[s3]
 
 
-def _leaf_deadwood_after_drop(suits: tuple[int, int, int, int]) -> int:
+def _leaf_deadwood_after_drop(s0: int, s1: int, s2: int, s3: int) -> int:
     table, change = RUN_DEADWOOD, _DROP_CHANGE
-    s0, s1, s2, s3 = suits
     return table[s0] + table[s1] + table[s2] + table[s3] + min(change[s0], change[s1], change[s2], change[s3])
 
 
@@ -125,7 +144,7 @@ def deadwood_of_mask(mask: int) -> int:
         return table[s0] + table[s1] + table[s2] + table[s3]
     if set_ranks.bit_count() > _MAX_SET_RANKS_FOR_ENUMERATION:
         return _deadwood_by_rank_dp(mask)
-    return _min_over_sets((s0, s1, s2, s3), set_ranks, _leaf_deadwood)
+    return _min_over_sets(s0, s1, s2, s3, set_ranks, _leaf_deadwood)
 
 
 def _deadwood_by_rank_dp(mask: int) -> int:
@@ -180,7 +199,7 @@ def best_discard_deadwood_of_mask(mask: int) -> int:
         return table[s0] + table[s1] + table[s2] + table[s3] + min(change[s0], change[s1], change[s2], change[s3])
     if set_ranks.bit_count() > _MAX_SET_RANKS_FOR_ENUMERATION:
         return min(_deadwood_by_rank_dp(mask ^ (1 << card)) for card in from_mask(mask))
-    return _min_over_sets((s0, s1, s2, s3), set_ranks, _leaf_deadwood_after_drop)
+    return _min_over_sets(s0, s1, s2, s3, set_ranks, _leaf_deadwood_after_drop)
 
 
 def knock_discards_of_mask(mask: int, knock_limit: int, forbidden: int = 0) -> list[int]:
@@ -234,7 +253,7 @@ def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
     def search(current: tuple[int, int, int, int], set_ranks: int, taken_sets: tuple[int, ...]) -> None:
         nonlocal best
         if not set_ranks:
-            value = _leaf_deadwood(current)
+            value = _leaf_deadwood(*current)
             if best is None or value < best[0]:
                 best = (value, taken_sets, current)
             return
