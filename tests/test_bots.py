@@ -312,6 +312,49 @@ def test_the_last_discard_constraint_holds_for_simple_players():
     assert broken <= 0.01 * held
 
 
+def test_inconsistencies_count_a_hand_that_could_knock_and_passed_cards_it_melds():
+    # player_1 (dealer 0 deals, player_1 is offered first) passes the 9H upcard; player_0 looks.
+    env = scripted(P0_PLAIN, P1_RUNS, "9H")
+    env.step(PASS)
+    v = view(env.observe("player_0"))
+    assert v.phase is Phase.OFFER and v.opponent_passed[0] == 1 << card_id("9H")
+    assert SearchBot.inconsistencies(v, [v.hand, to_mask(parse_cards("9S 9D 2C 3C 4C 5H 6H JD QD KD"))]) == 1
+    assert SearchBot.inconsistencies(v, [v.hand, to_mask(parse_cards("7H 8H 2C 3C 4C 5H 6H JD QD KD"))]) == 1
+    assert SearchBot.inconsistencies(v, [v.hand, to_mask(parse_cards("9S 2C 3C 4C 5H 6H JD QD KD TC"))]) == 0
+    # Once it has had a turn, a hand within the knock limit (9) counts 3: it would have knocked.
+    env.step(PASS)  # player_0 passes too; player_1 must draw, then throws
+    env.step(DRAW_STOCK)
+    env.step(DISCARD_BASE + card_id("KC"))
+    v = view(env.observe("player_0"))
+    assert v.phase is Phase.DRAW and v.knock_limit == 9
+    low = to_mask(parse_cards("AS 2S 3S 5D 6D 7D 2D 2H 2C AC"))  # deadwood 1
+    assert deadwood_of_mask(low) <= 9
+    assert SearchBot.inconsistencies(v, [v.hand, low]) == 3
+    high = to_mask(parse_cards("AS 2S 3S 5D 6D 7D QC JS 8C 4H"))
+    assert deadwood_of_mask(high) > 9
+    assert SearchBot.inconsistencies(v, [v.hand, high]) == 0
+
+
+def test_consistency_tries_make_samples_agree_with_what_opponents_did(positions):
+    """Drawing several hands and keeping the most consistent one lowers the count of ``inconsistencies``
+    (true hands of mixed random/simple players have few)."""
+    totals = {1: 0, 8: 0}
+    true_total = 0
+    table_positions = positions[("classic", 2)][::4]
+    for tries in totals:
+        bot = SearchBot(seed=4, consistency_tries=tries, infer_takes=True)
+        config = bot.config_for(2)
+        for observation, state in table_positions:
+            v = view(observation)
+            hands, stock = bot._sample_hands(v, config)
+            assert len(stock) == len(state.stock) and hands[1].bit_count() == state.hands[1 - state.current].bit_count()
+            totals[tries] += SearchBot.inconsistencies(v, hands)
+    for observation, state in table_positions:
+        true_total += SearchBot.inconsistencies(view(observation), [0, state.hands[1 - state.current]])
+    assert totals[8] < 0.8 * totals[1]
+    assert true_total < totals[1]
+
+
 def test_round_state_from_parts_plays_like_the_engine():
     config = okgin_env.make_config("classic")
     rng = np.random.default_rng(3)
@@ -360,6 +403,8 @@ def test_search_rejects_bad_options():
         SearchBot(rollouts=0)
     with pytest.raises(ValueError):
         SearchBot(opponent_model="psychic")
+    with pytest.raises(ValueError, match="consistency_tries"):
+        SearchBot(consistency_tries=0)
     with pytest.raises(ValueError):
         SearchBot(no_such_rule=1)
 

@@ -12,14 +12,15 @@ At each of its decisions that has a real choice, the bot
    opponents' hands (each holds ``hand_size`` cards: the bot only acts on its own turn) and the
    stock, with an **opponent model** (``opponent_model="greedy"``): a sampled hand plays as many
    greedy turns as the opponent has had (draw an unseen card, throw back the one leaving the
-   least deadwood), so it holds melds and low cards like a real player's; optionally
-   (``infer_takes=True``, off by default: 56.0% [49.1, 62.7] of 200 matches against ``simple``
-   against 46.5% [39.7, 53.4] without, in separate runs; see the README) every card a player took
-   from the pile gets a meld, since players take face-up cards to meld them; and (``infer_discard``)
-   the previous player's hand is improved until the card they just threw is one of their
-   least-deadwood discards, as it was. Optionally (``max_resamples > 1``) hands with deadwood
-   within the knock limit, with which that player would have knocked, are drawn again.
-   ``opponent_model="uniform"`` deals the unseen cards uniformly.
+   least deadwood), so it holds melds and low cards like a real player's; every card a player
+   took from the pile gets a meld (``infer_takes``), since players take face-up cards to meld
+   them; and (``infer_discard``) the previous player's hand is improved until the card they just
+   threw is one of their least-deadwood discards, as it was. Of ``consistency_tries`` such
+   samples the bot keeps the first that agrees with what the opponents did, else the one that
+   disagrees least (``SearchBot.inconsistencies``): a hand with which its player could have
+   knocked (they did not), or a hand that melds a card its player passed or threw. Optionally
+   (``max_resamples > 1``) only the previous player's hand is drawn again while it could have
+   knocked. ``opponent_model="uniform"`` deals the unseen cards uniformly.
 3. for every determinization plays **each candidate** and then the ``simple`` policy for every
    seat to the end of the round (common random numbers: all candidates see the same
    determinizations and the same rollout tie-breaks), and plays the candidate with the best mean
@@ -194,7 +195,7 @@ class SearchBot:
         self,
         seed: int | None = None,
         rules: str | RulesConfig | None = None,
-        rollouts: int = 160,
+        rollouts: int = 320,
         max_discards: int = 4,
         max_knocks: int = 2,
         time_limit: float | None = None,
@@ -205,7 +206,8 @@ class SearchBot:
         max_repair: int = 12,
         default_bonus: float = 0.0,
         max_resamples: int = 1,
-        infer_takes: bool = False,
+        infer_takes: bool = True,
+        consistency_tries: int = 8,
         **rule_options,
     ):
         if rollouts < 1:
@@ -230,6 +232,9 @@ class SearchBot:
         self.default_bonus = default_bonus
         self.max_resamples = max_resamples
         self.infer_takes = infer_takes
+        if consistency_tries < 1:
+            raise ValueError(f"consistency_tries must be >= 1, got {consistency_tries}")
+        self.consistency_tries = consistency_tries
         self._configs: dict[int, RulesConfig] = {}
         self.last_values: dict[int, float] = {}  # mean value per candidate of the last search
 
@@ -340,6 +345,44 @@ class SearchBot:
 
     # ------------------------------------------------------------------ sampling
     def _sample_hands(self, v: ObservationView, config: RulesConfig) -> tuple[list[int], list[int]]:
+        """Hands for every seat and the stock (top last): of ``consistency_tries`` samples, the first
+        that breaks none of the checks of ``inconsistencies`` (else the one that breaks fewest)."""
+        best = None
+        for _ in range(self.consistency_tries):
+            hands, stock = self._sample_hands_once(v, config)
+            if self.consistency_tries == 1:
+                return hands, stock
+            count = self.inconsistencies(v, hands)
+            if best is None or count < best[0]:
+                best = (count, hands, stock)
+            if count == 0:
+                break
+        return best[1], best[2]
+
+    @staticmethod
+    def inconsistencies(v: ObservationView, hands: list[int]) -> int:
+        """How badly sampled opponent hands disagree with what their players did, for rejection.
+
+        A player who could have knocked would have (3 counts: most players knock when they can,
+        and a hand that could is a much closer threat than one that could not); and nobody passes
+        or throws a card that melds with their hand (1 count per such card; their hand has
+        changed since, so this is only likely, not certain).
+        """
+        count = 0
+        checks_knock = v.phase is not Phase.OFFER
+        for k in range(1, v.num_players):
+            hand = hands[k]
+            if checks_knock and deadwood_of_mask(hand) <= v.knock_limit:
+                count += 3
+            passed = v.opponent_passed[k - 1]
+            while passed:
+                low = passed & -passed
+                passed ^= low
+                if in_some_meld(hand, low.bit_length() - 1):
+                    count += 1
+        return count
+
+    def _sample_hands_once(self, v: ObservationView, config: RulesConfig) -> tuple[list[int], list[int]]:
         """Hands for every seat and the stock (top last), sampled from the observation alone."""
         n = v.num_players
         rng = self.rng
