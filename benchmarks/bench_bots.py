@@ -13,7 +13,8 @@ summary counts only the decisions it searched).
 Targets (the issue's): simple beats random in >= 99% of matches (>= 1,000 matches); search beats
 simple in >= 65% of matches (>= 200 matches) with <= 200 ms per decision on one core. A match of
 random against simple is short (random almost never knocks, simple wins most rounds); search
-costs about 0.1-0.2 s per decision, so 200 search matches take about an hour of one core.
+costs about 0.1-0.15 s per decision, so 200 search matches against simple take about 40 minutes
+of one core.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from okgin_env.bots import SearchBot
 from okgin_env.evaluate import EvalResults, evaluate, parse_spec
 
-DEFAULT_MATCHES = {"simple-random": 1000, "search-simple": 200, "search-random": 100}
+DEFAULT_MATCHES = {"simple-random": 1000, "search-simple": 200, "search-random": 200}
 
 
 def measure_search_time(search_spec: str, decisions: int = 200, seed: int = 0) -> dict[str, float]:
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"matches for a pair (default {DEFAULT_MATCHES}); a plain number sets every pair",
     )
     parser.add_argument("--pairs", default=",".join(DEFAULT_MATCHES), help="comma-separated A-B pairs to play")
-    parser.add_argument("--search", default="", help="search options, e.g. rollouts=160,max_discards=4")
+    parser.add_argument("--search", default="", help="search options, e.g. rollouts=160,consistency_tries=1")
     parser.add_argument("--episode", choices=("match", "round"), default="match")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1)

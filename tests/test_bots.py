@@ -451,3 +451,22 @@ def test_seeded_bots_are_reproducible(name):
 def test_seeded_search_is_reproducible_with_four_players():
     runs = [play_round([make_bot("search", seed=s, **FAST_SEARCH) for s in range(4)], "penalty", 4, seed=2) for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_search_ablation_script_runs(tmp_path, capsys):
+    """The development probe in benchmarks/ runs end to end, with and without the oracle."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "search_ablation.py"
+    spec = importlib.util.spec_from_file_location("search_ablation", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for extra in ([], ["--oracle"]):
+        assert module.main(["--deals", "2", "rollouts=4", "consistency_tries=2", "--out", str(tmp_path / "r"), *extra]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["deals"] == 2 and report["oracle"] == bool(extra)
+        assert set(json.loads((tmp_path / "r.json").read_text())["per_deal"]) == {"1000", "1001"}
+    with pytest.raises(ValueError):
+        module.main(["--deals", "1", "rollouts=0"])
