@@ -172,15 +172,17 @@ def _complete_melds(known: int, slots: int, pool: list[int], rng: random.Random)
     (taken out of ``pool``), within ``slots`` added cards."""
     hand = known
     added = 0
+    pool_mask = to_mask(pool)
     for card in from_mask(known):
         if in_some_meld(hand & ~(1 << card), card):
             continue
-        options = [m for m in _meld_options(card, hand & ~(1 << card), to_mask(pool)) if added + m.bit_count() <= slots]
+        options = [m for m in _meld_options(card, hand & ~(1 << card), pool_mask) if added + m.bit_count() <= slots]
         if not options:
             continue
         choice = options[rng.randrange(len(options))]
         hand |= choice
         added += choice.bit_count()
+        pool_mask &= ~choice
         for c in from_mask(choice):
             pool.remove(c)
     return hand
@@ -347,11 +349,11 @@ class SearchBot:
     def _sample_hands(self, v: ObservationView, config: RulesConfig) -> tuple[list[int], list[int]]:
         """Hands for every seat and the stock (top last): of ``consistency_tries`` samples, the first
         that breaks none of the checks of ``inconsistencies`` (else the one that breaks fewest)."""
+        if self.consistency_tries == 1:
+            return self._sample_hands_once(v, config)
         best = None
         for _ in range(self.consistency_tries):
             hands, stock = self._sample_hands_once(v, config)
-            if self.consistency_tries == 1:
-                return hands, stock
             count = self.inconsistencies(v, hands)
             if best is None or count < best[0]:
                 best = (count, hands, stock)
@@ -374,12 +376,7 @@ class SearchBot:
             hand = hands[k]
             if checks_knock and deadwood_of_mask(hand) <= v.knock_limit:
                 count += 3
-            passed = v.opponent_passed[k - 1]
-            while passed:
-                low = passed & -passed
-                passed ^= low
-                if in_some_meld(hand, low.bit_length() - 1):
-                    count += 1
+            count += sum(in_some_meld(hand, card) for card in from_mask(v.opponent_passed[k - 1]))
         return count
 
     def _sample_hands_once(self, v: ObservationView, config: RulesConfig) -> tuple[list[int], list[int]]:
