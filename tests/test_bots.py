@@ -142,6 +142,20 @@ def test_state_policy_is_the_observation_policy(positions):
             assert bot.act(observation) == simple_action_for_state(state, random.Random(i))
 
 
+
+def test_rollout_policy_only_plays_legal_actions_so_playouts_may_skip_the_check(positions):
+    """``playout`` applies simple's actions unchecked: from every reached state (all tables), a
+    checked playout with the same tie-breaks plays the same, legal, game."""
+    for table_positions in positions.values():
+        for i, (_, state) in enumerate(table_positions[::5]):
+            fast, checked = state.clone(), state.clone()
+            playout(fast, random.Random(i))
+            rng = random.Random(i)
+            while not checked.is_over:
+                checked.apply(simple_action_for_state(checked, rng))  # raises on an illegal action
+            assert fast.history == checked.history
+            assert fast.outcome.to_dict() == checked.outcome.to_dict()
+
 def deal(player_0: str, player_1: str, upcard: str, stock_top: str = "") -> list[int]:
     """A deck for ``dealer=0``: player_1 gets the first card, then alternately; upcard; stock top first."""
     p0, p1 = parse_cards(player_0), parse_cards(player_1)
@@ -470,3 +484,26 @@ def test_search_ablation_script_runs(tmp_path, capsys):
         assert set(json.loads((tmp_path / "r.json").read_text())["per_deal"]) == {"1000", "1001"}
     with pytest.raises(ValueError):
         module.main(["--deals", "1", "rollouts=0"])
+
+
+def test_search_regret_script_runs(tmp_path, capsys):
+    """The decision-level probe runs end to end (cached positions reused); regrets are never negative."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "search_regret.py"
+    spec = importlib.util.spec_from_file_location("search_regret", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    common = ["--deals", "1", "--truth-rollouts", "3", "--record-options", "rollouts=6", "--cache", str(tmp_path / "c")]
+    for _ in range(2):  # the second run reads the cache
+        assert module.main([*common, "rollouts=6", "rollouts=6,default_bonus=2.0", "--oracle", "--out", str(tmp_path / "r")]) == 0
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["positions"] > 0 and set(report["settings"]) == {"rollouts=6", "rollouts=6,default_bonus=2.0", "oracle"}
+        for row in report["settings"].values():
+            assert row["mean_regret"] >= 0
+    assert "paired_difference" in report["settings"]["oracle"]
+    capsys.readouterr()
+    with pytest.raises(ValueError):
+        module.main([*common, "rollouts=0"])
