@@ -13,8 +13,8 @@ summary counts only the decisions it searched).
 Targets (the issue's): simple beats random in >= 99% of matches (>= 1,000 matches); search beats
 simple in >= 65% of matches (>= 200 matches) with <= 200 ms per decision on one core. A match of
 random against simple is short (random almost never knocks, simple wins most rounds); search
-costs about 0.1-0.15 s per decision, so 200 search matches against simple take about 40 minutes
-of one core.
+costs about 0.14 s per decision, so 200 search matches against simple take about an hour of one
+core (28 minutes with ``--workers 2``).
 """
 
 from __future__ import annotations
