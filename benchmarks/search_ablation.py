@@ -51,17 +51,27 @@ class OracleSearch(SearchBot):
         return [state.hands[(seat + k) % n] for k in range(n)], stock
 
 
+def numbered_deal(deal: int) -> RoundState:
+    """Round number ``deal`` (classic, two players): the same cards for every setting compared."""
+    rng = np.random.default_rng(deal)
+    return RoundState(CONFIG, rng.permutation(52).tolist(), deal % 2, np.random.default_rng(deal + 1))
+
+
+def observation_for(state: RoundState, seat: int) -> dict:
+    """The environment's observation dict of ``seat`` (match scores 0-0)."""
+    return {"observation": encode(state, [0, 0], CONFIG.target_score, seat), "action_mask": state.legal_mask()}
+
+
 def play_deal_seat(task: tuple[dict, bool, int, int]) -> tuple[int, float, float, int]:
     """Play deal ``deal`` with search in ``seat``: (deal, search's points, its seconds, its decisions)."""
     options, oracle, deal, seat = task
-    rng = np.random.default_rng(deal)
-    state = RoundState(CONFIG, rng.permutation(52).tolist(), deal % 2, np.random.default_rng(deal + 1))
+    state = numbered_deal(deal)
     bot = (OracleSearch if oracle else SearchBot)(seed=2 * deal + seat, **options)
     tie_breaks = random.Random(7 * deal + 3)
     seconds, decisions = 0.0, 0
     while state.phase is not Phase.OVER:
         if state.current == seat:
-            observation = {"observation": encode(state, [0, 0], CONFIG.target_score, seat), "action_mask": state.legal_mask()}
+            observation = observation_for(state, seat)
             if oracle:
                 bot.true_state = state
             start = time.perf_counter()

@@ -32,6 +32,7 @@ import json
 import os
 import pickle
 import random
+import sys
 import time
 from multiprocessing import Pool
 
@@ -42,26 +43,24 @@ from okgin_env.bots._view import view
 from okgin_env.bots.search import _copy_state, playout
 from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.evaluate import parse_spec
-from okgin_env.observation import encode
 from okgin_env.rules.actions import KNOCK_BASE
-from okgin_env.rules.config import make_config
 from okgin_env.rules.round import Phase, RoundState
 
-CONFIG = make_config("classic")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from search_ablation import OracleSearch, numbered_deal, observation_for
 
 
 def record_deal(task: tuple[int, dict]) -> list[tuple[int, dict, RoundState]]:
     """Search's positions with a real choice in deal ``deal`` (search in seat ``deal % 2``)."""
     deal, options = task
-    rng = np.random.default_rng(deal)
-    state = RoundState(CONFIG, rng.permutation(52).tolist(), deal % 2, np.random.default_rng(deal + 1))
+    state = numbered_deal(deal)
     seat = deal % 2
     bot = SearchBot(seed=deal, **options)
     tie_breaks = random.Random(deal)
     positions = []
     while state.phase is not Phase.OVER:
         if state.current == seat:
-            observation = {"observation": encode(state, [0, 0], CONFIG.target_score, seat), "action_mask": state.legal_mask()}
+            observation = observation_for(state, seat)
             if len(bot.candidates(view(observation))) > 1:
                 positions.append((deal, observation, state.clone()))
             action = bot.act(observation)
@@ -90,18 +89,6 @@ def true_values(task: tuple[tuple[int, dict, RoundState], int]) -> dict[int, flo
     return {a: t / rollouts for a, t in totals.items()}
 
 
-class _Oracle(SearchBot):
-    """Told the true state: samples only the stock order (diagnostic)."""
-
-    true_state: RoundState
-
-    def _sample_hands(self, v, config):
-        state = self.true_state
-        stock = list(state.stock)
-        self.rng.shuffle(stock)
-        return [state.hands[(state.current + k) % state.num_players] for k in range(state.num_players)], stock
-
-
 def kind_of(observation: dict, values: dict[int, float]) -> str:
     phase = view(observation).phase
     if phase is Phase.OFFER:
@@ -116,7 +103,7 @@ def regrets(task: tuple[str, dict, bool, list]) -> list[tuple[int, float]]:
     _, options, oracle, items = task
     out = []
     for index, (_, observation, state), values in items:
-        bot = (_Oracle if oracle else SearchBot)(seed=100_003 + index, **options)
+        bot = (OracleSearch if oracle else SearchBot)(seed=100_003 + index, **options)
         if oracle:
             bot.true_state = state
         action = bot.act(observation)

@@ -142,7 +142,6 @@ def test_state_policy_is_the_observation_policy(positions):
             assert bot.act(observation) == simple_action_for_state(state, random.Random(i))
 
 
-
 def test_rollout_policy_only_plays_legal_actions_so_playouts_may_skip_the_check(positions):
     """``playout`` applies simple's actions unchecked: from every reached state (all tables), a
     checked playout with the same tie-breaks plays the same, legal, game."""
@@ -155,6 +154,7 @@ def test_rollout_policy_only_plays_legal_actions_so_playouts_may_skip_the_check(
                 checked.apply(simple_action_for_state(checked, rng))  # raises on an illegal action
             assert fast.history == checked.history
             assert fast.outcome.to_dict() == checked.outcome.to_dict()
+
 
 def deal(player_0: str, player_1: str, upcard: str, stock_top: str = "") -> list[int]:
     """A deck for ``dealer=0``: player_1 gets the first card, then alternately; upcard; stock top first."""
@@ -467,16 +467,23 @@ def test_seeded_search_is_reproducible_with_four_players():
     assert runs[0] == runs[1]
 
 
-def test_search_ablation_script_runs(tmp_path, capsys):
-    """The development probe in benchmarks/ runs end to end, with and without the oracle."""
+def load_benchmark(name: str):
+    """A script of benchmarks/ as a module (the folder is not a package)."""
     import importlib.util
-    import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "search_ablation.py"
-    spec = importlib.util.spec_from_file_location("search_ablation", path)
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_search_ablation_script_runs(tmp_path, capsys):
+    """The development probe in benchmarks/ runs end to end, with and without the oracle."""
+    import json
+
+    module = load_benchmark("search_ablation")
     for extra in ([], ["--oracle"]):
         assert module.main(["--deals", "2", "rollouts=4", "consistency_tries=2", "--out", str(tmp_path / "r"), *extra]) == 0
         report = json.loads(capsys.readouterr().out)
@@ -488,14 +495,9 @@ def test_search_ablation_script_runs(tmp_path, capsys):
 
 def test_search_regret_script_runs(tmp_path, capsys):
     """The decision-level probe runs end to end (cached positions reused); regrets are never negative."""
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "search_regret.py"
-    spec = importlib.util.spec_from_file_location("search_regret", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("search_regret")
     common = ["--deals", "1", "--truth-rollouts", "3", "--record-options", "rollouts=6", "--cache", str(tmp_path / "c")]
     for _ in range(2):  # the second run reads the cache
         assert module.main([*common, "rollouts=6", "rollouts=6,default_bonus=2.0", "--oracle", "--out", str(tmp_path / "r")]) == 0
