@@ -258,3 +258,28 @@ def test_match_refuses_illegal_actions_without_changes():
     with pytest.raises(ValueError, match="not legal"):
         match.apply(DRAW_STOCK)
     assert snapshot(match.round) == before and match.scores == [0, 0] and match.rounds_played == 0
+
+
+# ----------------------------------------------------------------------------- RulesConfig built directly
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"rules": "bogus"}, "unknown rules preset"),
+        ({"num_players": 7, "target_score": -5}, "num_players=7"),
+        ({"target_score": 0}, "target_score=0"),
+        ({"rules": "penalty", "num_players": 5}, "num_players=5"),
+        ({"spade_double": 1}, "spade_double=1"),
+    ],
+)
+def test_rules_config_built_directly_is_validated(values, message):
+    with pytest.raises(ValueError, match=message):
+        RulesConfig(**values)
+
+
+def test_make_config_keeps_a_given_configs_player_count():
+    three = make_config("penalty", num_players=3)
+    assert make_config(three) is three
+    assert make_config(three, num_players=None).num_players == 3
+    assert make_config(three, num_players=4).num_players == 4

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 NUM_CARDS = 52
 NUM_RANKS = 13
 NUM_SUITS = 4
@@ -36,7 +38,7 @@ def card_value(card: int) -> int:
 
 def card_str(card: int) -> str:
     """``35 -> "TD"``."""
-    if not isinstance(card, (int,)) or isinstance(card, bool) or not 0 <= card < NUM_CARDS:
+    if not isinstance(card, (int, np.integer)) or isinstance(card, (bool, np.bool_)) or not 0 <= card < NUM_CARDS:
         raise ValueError(f"card id must be an int in 0..51, got {card!r}")
     return RANKS[card % NUM_RANKS] + SUITS[card // NUM_RANKS]
 
@@ -47,15 +49,20 @@ def card_symbol(card: int) -> str:
 
 
 def card_id(text: str | int) -> int:
-    """``"TD" -> 35``. Case-insensitive, accepts ``10`` for ten; an int id is checked and returned."""
-    if isinstance(text, (int,)) and not isinstance(text, bool):
+    """``"TD" -> 35``. Case-insensitive, accepts ``10`` for ten; an int id is checked and returned.
+
+    Only integers (Python or numpy, not bools) and card texts are cards: a float such as
+    ``3.7`` is refused rather than truncated.
+    """
+    if isinstance(text, (int, np.integer)) and not isinstance(text, (bool, np.bool_)):
         if 0 <= text < NUM_CARDS:
             return int(text)
         raise ValueError(f"card id must be in 0..51, got {text}")
-    if hasattr(text, "item") and not isinstance(text, str):  # numpy integer
-        return card_id(int(text))
     if not isinstance(text, str):
-        raise ValueError(f"a card is an id 0..51 or a text like 'AS', 'TD', '10h'; got {text!r}")
+        raise ValueError(
+            f"a card is an id 0..51 or a text like 'AS', 'TD', '10h' (ids are integers, not floats or bools); "
+            f"got {text!r} ({type(text).__name__})"
+        )
     cleaned = text.strip().upper()
     if cleaned.startswith("10"):
         cleaned = "T" + cleaned[2:]

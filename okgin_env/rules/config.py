@@ -56,6 +56,10 @@ class RulesConfig:
     def hand_size(self) -> int:
         return 10 if self.num_players == 2 else 7
 
+    def __post_init__(self) -> None:
+        # A config built directly (not through make_config) obeys the same checks.
+        _validate(asdict(self))
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -75,8 +79,15 @@ _INT_RANGES = {
 _BOOL_OPTIONS = ("ace_upcard_gin_only", "allow_discard_taken", "spade_double")
 
 
-def make_config(rules: str = "classic", **options: Any) -> RulesConfig:
-    """Build a validated config from a preset name and rule options (RULES.md names)."""
+def make_config(rules: str | RulesConfig = "classic", **options: Any) -> RulesConfig:
+    """Build a validated config from a preset name and rule options (RULES.md names).
+
+    ``rules`` may also be a ``RulesConfig``: the options then change that config (validated
+    again). ``num_players=None`` (the envs' default) means the preset's or the given config's own
+    player count.
+    """
+    if "num_players" in options and options["num_players"] is None:
+        del options["num_players"]
     if isinstance(rules, RulesConfig):
         if not options:
             return rules
@@ -95,6 +106,8 @@ def make_config(rules: str = "classic", **options: Any) -> RulesConfig:
 
 def _validate(values: dict[str, Any]) -> None:
     rules = values["rules"]
+    if rules not in PRESETS:
+        raise ValueError(f"unknown rules preset {rules!r}; allowed: {', '.join(PRESETS)}")
     num_players = values.get("num_players", 2)
     allowed_players = (2,) if rules == "classic" else (2, 3, 4)
     if not _is_int(num_players) or num_players not in allowed_players:

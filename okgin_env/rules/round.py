@@ -8,6 +8,7 @@ so an illegal action raises ``ValueError`` and changes nothing.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from enum import IntEnum
 from typing import Any
 
@@ -40,10 +41,15 @@ def knock_limit_for(upcard: int, config: RulesConfig) -> int:
 
 def check_deck(deck: Any) -> list[int]:
     """A deck as 52 card ids (texts accepted), top first; ValueError if it is not a permutation."""
-    try:
-        cards = [card_id(c) for c in deck]
-    except TypeError:
-        raise ValueError(f"deck must be a sequence of 52 card ids or texts, got {type(deck).__name__}") from None
+    # A deck is dealt in order, so only ordered sequences are decks (a set's or a generator's order means nothing).
+    if isinstance(deck, (str, bytes)) or not isinstance(deck, (Sequence, np.ndarray)):
+        raise ValueError(
+            f"deck must be a sequence of 52 card ids or texts, got {type(deck).__name__}; "
+            "a deck is dealt in order, so it must be a list, tuple or 1-d array"
+        )
+    if isinstance(deck, np.ndarray) and deck.ndim != 1:
+        raise ValueError(f"deck must be a sequence of 52 card ids or texts, got an array of shape {deck.shape}; it must be 1-d")
+    cards = [card_id(c) for c in deck]
     if len(cards) != NUM_CARDS or len(set(cards)) != NUM_CARDS:
         missing = sorted(set(range(NUM_CARDS)) - set(cards))
         raise ValueError(
