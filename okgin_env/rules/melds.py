@@ -1,4 +1,5 @@
-"""Exact meld solver: minimum deadwood, best arrangement, knock discards, layouts and layoffs.
+"""Exact meld solver: minimum deadwood, best arrangement, knock discards (with a cheap pre-check),
+layouts and layoffs, and meld membership (``in_some_meld``).
 
 Cards are handled as 52-bit masks (see ``cards.py``); the public functions also accept any
 iterable of card ids.
@@ -216,6 +217,60 @@ def knock_discards_of_mask(mask: int, knock_limit: int, forbidden: int = 0) -> l
         if deadwood_of_mask(mask ^ low) <= knock_limit:
             legal.append(low.bit_length() - 1)
     return legal
+
+
+# ----------------------------------------------------------------------------- knock pre-check, meld membership
+
+# Cards in no possible meld of a hand (their rank held fewer than three times, no three-card run
+# through them in their suit) stay deadwood whatever is discarded, except the discarded card
+# itself (worth at most 10). So when their value exceeds ``knock_limit + 10`` no discard leaves a
+# knock, and the exact solver need not be called: random play rules out nearly every discard
+# decision this way.
+_VALUE_SUM = [0] * 8192  # the value of the cards of a 13-bit suit mask
+_OUTSIDE_RUNS = [0] * 8192  # the cards of a 13-bit suit mask in no 3-card run of that mask
+for _m in range(1, 8192):
+    _r3 = _m & _m >> 1 & _m >> 2
+    _OUTSIDE_RUNS[_m] = _m & ~(_r3 | _r3 << 1 | _r3 << 2)
+    _VALUE_SUM[_m] = _VALUE_SUM[_m & (_m - 1)] + min((_m & -_m).bit_length(), 10)
+del _m, _r3
+_VALUE_OUTSIDE_RUNS = [_VALUE_SUM[m] for m in _OUTSIDE_RUNS]
+
+
+def knock_ruled_out(mask: int, knock_limit: int) -> bool:
+    """True if no discard from ``mask`` can leave deadwood <= ``knock_limit`` (a cheap bound, see above).
+
+    False does not mean a knock exists: then ``knock_discards_of_mask`` decides. Both together are
+    the knock rule of ``RoundState.legal_parts``."""
+    # Two 26-bit halves: ints below 2**30 are one machine digit, and their operations the fastest.
+    low, high = mask & 0x3FFFFFF, mask >> 26
+    s0, s1, s2, s3 = low & SUIT_MASK, low >> 13, high & SUIT_MASK, high >> 13
+    sets = (s0 & s1 & (s2 | s3)) | (s2 & s3 & (s0 | s1))  # ranks held three or four times
+    if not sets:
+        free = _VALUE_OUTSIDE_RUNS
+        return free[s0] + free[s1] + free[s2] + free[s3] > knock_limit + 10
+    outside, value, keep = _OUTSIDE_RUNS, _VALUE_SUM, ~sets
+    dead = value[outside[s0] & keep] + value[outside[s1] & keep] + value[outside[s2] & keep]
+    return dead + value[outside[s3] & keep] > knock_limit + 10
+
+
+def in_some_meld(hand: int, card: int) -> bool:
+    """True if ``card`` forms a set or a run with cards of ``hand`` (a mask that may hold it or not)."""
+    rank = card % NUM_RANKS
+    suit = card // NUM_RANKS
+    same_rank = 0
+    for s in range(4):
+        if s != suit and hand >> (s * NUM_RANKS + rank) & 1:
+            same_rank += 1
+    if same_rank >= 2:
+        return True
+    suit_cards = ((hand >> (suit * NUM_RANKS)) & SUIT_MASK) | (1 << rank)
+    low = rank
+    while low > 0 and suit_cards >> (low - 1) & 1:
+        low -= 1
+    high = rank
+    while high < NUM_RANKS - 1 and suit_cards >> (high + 1) & 1:
+        high += 1
+    return high - low >= 2
 
 
 # ----------------------------------------------------------------------------- public, id-based

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
-from .cards import NUM_CARDS, card_id, card_value, from_mask
+from .cards import NUM_CARDS, card_id, card_value, from_mask, to_mask
 from .config import RulesConfig
-from .melds import knock_discards_of_mask
+from .melds import knock_discards_of_mask, knock_ruled_out
 from .showdown import RoundOutcome, draw_outcome, knock_outcome
 
 
@@ -26,6 +26,14 @@ class Phase(IntEnum):
     DRAW = 1  # take the stock top (0) or the discard top (1)
     DISCARD = 2  # discard (3 + c) or knock (55 + c)
     OVER = 3
+
+
+# Module-level aliases for the legality queries: looking up ``Phase.DISCARD`` costs ~80 ns a time.
+_OFFER, _DRAW, _DISCARD = Phase.OFFER, Phase.DRAW, Phase.DISCARD
+#: The actions 0-2 that a bit pattern of ``RoundState.legal_parts()[0]`` stands for.
+_SMALL_ACTIONS = [tuple(a for a in (DRAW_STOCK, TAKE_DISCARD, PASS) if bits >> a & 1) for bits in range(8)]
+_DRAW_EITHER = 1 << DRAW_STOCK | 1 << TAKE_DISCARD
+_TAKE_OR_PASS = 1 << TAKE_DISCARD | 1 << PASS
 
 
 STOCK_LEFT_AT_WALL = 2  # RULES.md §7: the round draws (classic) or reshuffles (penalty) at two stock cards
@@ -118,19 +126,42 @@ class RoundState:
             self._legal = self._compute_legal()
         return self._legal
 
-    def _compute_legal(self) -> list[int]:
+    def legal_parts(self) -> tuple[int, int, int]:
+        """The legal actions as three masks, the one legality rule (``legal_actions`` is built on it):
+        ``(bits of the actions 0-2, cards c whose discard 3 + c is legal, cards c whose knock 55 + c
+        is legal)``; all zero when the round is over. Batched engines pack them into action masks."""
         phase = self.phase
-        if phase is Phase.DRAW:
-            return [DRAW_STOCK] if self.must_draw_stock else [DRAW_STOCK, TAKE_DISCARD]
-        if phase is Phase.DISCARD:
+        if phase is _DISCARD:
             hand = self.hands[self.current]
-            forbidden = 0 if self.config.allow_discard_taken or self.taken_card < 0 else 1 << self.taken_card
-            actions = [DISCARD_BASE + c for c in from_mask(hand & ~forbidden)]
-            actions.extend(KNOCK_BASE + c for c in knock_discards_of_mask(hand, self.knock_limit, forbidden))
-            return actions
-        if phase is Phase.OFFER:
-            return [TAKE_DISCARD, PASS]
-        return []
+            playable = self.discardable() if self.taken_card >= 0 else hand  # (no card taken: no call)
+            limit = self.knock_limit
+            if knock_ruled_out(hand, limit):  # a cheap bound settles most discard decisions
+                return 0, playable, 0
+            return 0, playable, to_mask(knock_discards_of_mask(hand, limit, hand ^ playable))
+        if phase is _DRAW:
+            return (1 << DRAW_STOCK if self.must_draw_stock else _DRAW_EITHER), 0, 0
+        if phase is _OFFER:
+            return _TAKE_OR_PASS, 0, 0
+        return 0, 0, 0
+
+    def discardable(self) -> int:
+        """The cards the player to act may throw now, by a discard or a knock (a mask; 0 outside the
+        discard phase): the hand, less the card just taken from the pile (RULES.md §4) unless
+        ``allow_discard_taken``."""
+        if self.phase is not _DISCARD:
+            return 0
+        hand = self.hands[self.current]
+        taken = self.taken_card
+        return hand if taken < 0 or self.config.allow_discard_taken else hand & ~(1 << taken)
+
+    def _compute_legal(self) -> list[int]:
+        small, discards, knocks = self.legal_parts()
+        actions = list(_SMALL_ACTIONS[small])
+        if discards:
+            actions += [DISCARD_BASE + c for c in from_mask(discards)]
+        if knocks:
+            actions += [KNOCK_BASE + c for c in from_mask(knocks)]
+        return actions
 
     def legal_mask(self) -> np.ndarray:
         mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
@@ -244,6 +275,12 @@ class RoundState:
     # ------------------------------------------------------------------ copies
     def clone(self) -> "RoundState":
         """An independent copy (the random generator is copied too)."""
+        return self.copy(share_rng=False)
+
+    def copy(self, *, share_rng: bool = True) -> "RoundState":
+        """A copy whose play leaves this state unchanged; with ``share_rng`` (the default) both draw
+        stock reshuffles from the same generator, which makes it cheaper than ``clone`` and fit for
+        throw-away playouts (only the penalty preset's reshuffles use the generator)."""
         other = copy.copy(self)
         other.hands = list(self.hands)
         other.stock = list(self.stock)
@@ -251,8 +288,79 @@ class RoundState:
         other.known = list(self.known)
         other.passed = list(self.passed)
         other.history = list(self.history)
-        other.rng = copy.deepcopy(self.rng)
+        if not share_rng:
+            other.rng = copy.deepcopy(self.rng)
         return other
+
+    # ------------------------------------------------------------------ construction from parts
+    @classmethod
+    def from_parts(
+        cls,
+        config: RulesConfig,
+        *,
+        hands: Sequence[int],
+        stock: Sequence[int],
+        discard_pile: Sequence[int],
+        upcard: int,
+        dealer: int,
+        current: int,
+        phase: Phase,
+        knock_limit: int | None = None,
+        taken_card: int = -1,
+        known: Sequence[int] | None = None,
+        passed: Sequence[int] | None = None,
+        offers_declined: int | None = None,
+        must_draw_stock: bool = False,
+        discards: int = 0,
+        reshuffles: int = 0,
+        rng: np.random.Generator | None = None,
+        validate: bool = True,
+    ) -> "RoundState":
+        """A round in progress built from its parts, e.g. a guess of the hidden cards consistent
+        with what one seat knows (``rules.infoset``); no action history.
+
+        Hands are 52-bit masks, ``stock`` lists the top card last, ``discard_pile`` the bottom card
+        first; ``known``/``passed`` (masks per seat) default to none. ``knock_limit`` defaults to the
+        upcard's, ``offers_declined`` (read only while the upcard is offered) to the count that
+        puts ``current`` to act. The parts are checked (every card exactly once, hand sizes, phase
+        and seat to act consistent; a ValueError names the wrong part); ``validate=False`` skips
+        the checks, for hot loops whose parts are right by construction.
+        """
+        if validate:  # the checked parts come back as plain ints and lists
+            from .infoset import checked_round_parts as _checked_parts  # noqa: PLC0415 - infoset imports this module
+
+            (hands, stock, discard_pile, known, passed, upcard, dealer, current, phase, knock_limit, taken_card,
+             offers_declined, must_draw_stock, discards, reshuffles) = _checked_parts(
+                config, hands, stock, discard_pile, known, passed, upcard, dealer, current, phase, knock_limit,
+                taken_card, offers_declined, must_draw_stock, discards, reshuffles)  # fmt: skip
+        n = config.num_players
+        if knock_limit is None:
+            knock_limit = knock_limit_for(upcard, config)
+        if offers_declined is None:
+            offers_declined = (current - dealer - 1) % n if phase is Phase.OFFER else 0
+        state = cls.__new__(cls)
+        state.config = config
+        state.num_players = n
+        state.dealer = int(dealer)
+        state.rng = rng if rng is not None else np.random.default_rng()
+        state.hands = list(hands)
+        state.upcard = upcard
+        state.knock_limit = knock_limit
+        state.discard_pile = list(discard_pile)
+        state.stock = list(stock)
+        state.phase = phase
+        state.current = int(current)
+        state.offers_declined = offers_declined
+        state.must_draw_stock = bool(must_draw_stock)
+        state.taken_card = taken_card
+        state.known = list(known) if known is not None else [0] * n
+        state.passed = list(passed) if passed is not None else [0] * n
+        state.discards = discards
+        state.reshuffles = reshuffles
+        state.history = []
+        state.outcome = None
+        state._legal = None
+        return state
 
     def cards_accounted(self) -> int:
         """Number of distinct cards across hands, stock, pile and the knock discard (always 52)."""
@@ -268,3 +376,4 @@ class RoundState:
             seen |= 1 << self.outcome.knock_card
             count += 1
         return count if seen.bit_count() == count else -1
+
