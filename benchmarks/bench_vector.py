@@ -44,7 +44,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import CHECK_EVERY, require_pyspiel  # noqa: E402
 
-from okgin_env.vector import BatchEnv, random_legal_actions  # noqa: E402
+from okgin_env.batch import BatchEnv  # noqa: E402
+from okgin_env.bots.random_bot import random_legal_actions  # noqa: E402
 
 TARGET = 5.0
 TARGET_BATCH = 1024

@@ -29,7 +29,8 @@ the others at the end of the match (with ``episode="round"``: to the round's win
 
 **Episodes.** ``episode="match"`` (default) deals rounds until a seat reaches ``target_score``;
 ``episode="round"`` ends after one round. At the end of every round all agents' ``infos`` hold
-``"round_outcome"`` (kind, knocker, winner, deadwood, melds, layoffs, points, rewards, hands).
+``"round_outcome"`` (kind, knocker, winner, deadwood, melds, layoffs, points, rewards, hands),
+each agent its own copy.
 
 **Options.** ``rules``, ``num_players``, every rule option of ``RULES.md`` (``gin_bonus``,
 ``undercut_bonus``, ``target_score``, ``ace_upcard_gin_only``, ``allow_discard_taken``,
@@ -53,15 +54,16 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from .episode import check_options, end_of_round
 from .observation import encode, layout_for
+from .registration import register_envs
 from .rules.actions import NUM_ACTIONS
-from .rules.config import OPTION_NAMES, make_config
+from .rules.config import make_config
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
 
 ENV_NAME = "oklahoma_gin_v0"
-EPISODES = ("match", "round")
-REWARDS = ("points", "win")
+OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "render_mode", "illegal_action")
 ILLEGAL_ACTION_MODES = ("raise", "terminate")
 RESET_OPTIONS = ("deck", "dealer")
 
@@ -100,15 +102,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         **rule_options: Any,
     ):
         super().__init__()
-        unknown = sorted(set(rule_options) - set(OPTION_NAMES))
-        if unknown:
-            allowed = ["rules", "num_players", "episode", "reward", "render_mode", "illegal_action", *OPTION_NAMES[2:]]
-            raise ValueError(f"unknown option(s) {unknown}; allowed: {', '.join(allowed)}")
+        check_options(rule_options, episode, reward, OWN_OPTIONS)
         self.config = make_config(rules, num_players=num_players, **rule_options)
-        if episode not in EPISODES:
-            raise ValueError(f"episode={episode!r}; allowed: {', '.join(EPISODES)}")
-        if reward not in REWARDS:
-            raise ValueError(f"reward={reward!r}; allowed: {', '.join(REWARDS)}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r}; allowed: None, {', '.join(self.metadata['render_modes'])}")
         self.episode = episode
@@ -198,18 +193,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def _end_round(self, outcome: RoundOutcome) -> None:
         match = self._require_match()
         self.last_round_outcome = outcome
-        summary = outcome.to_dict()
-        for agent in self.agents:
-            self.infos[agent]["round_outcome"] = summary
-        episode_over = self.episode == "round" or match.is_over
-        if self.reward_mode == "points":
-            for agent, value in zip(self.possible_agents, outcome.rewards):
+        for agent in self.agents:  # each agent its own dict: one agent's change is not seen by the others
+            self.infos[agent]["round_outcome"] = outcome.to_dict()
+        episode_over, paid = end_of_round(outcome, match, self.episode, self.reward_mode)
+        if paid is not None:
+            for agent, value in zip(self.possible_agents, paid):
                 self.rewards[agent] = float(value)
-        elif episode_over:
-            winner = outcome.winner if self.episode == "round" else match.winner
-            if winner is not None:
-                for seat, agent in enumerate(self.possible_agents):
-                    self.rewards[agent] = 1.0 if seat == winner else -1.0
         if episode_over:
             self.terminations = {agent: True for agent in self.agents}
         else:
@@ -273,3 +262,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def close(self) -> None:
         pass
+
+
+register_envs()  # OklahomaGin-v0 and okgin/oklahoma_gin_v0 (okgin_env.registration)

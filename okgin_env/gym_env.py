@@ -1,9 +1,15 @@
 """Single-agent Gymnasium view: the learner plays one seat, opponents are policies.
 
-``GymEnv(opponents=None, learner_seat=0, **env_options)``; registered as ``OklahomaGin-v0``.
-Opponents are objects with ``act(observation) -> int`` (default: the random policy), one per
-other seat (a single policy is used for every opponent seat). ``learner_seat="alternate"``
-switches seats every reset so that both seats are learned.
+``GymEnv(opponents=None, learner_seat=0, illegal_action="raise", opponent_seed=None, **env_options)``;
+registered as ``OklahomaGin-v0``. ``opponents`` is an opponent as ``okgin_env.opponents``
+defines it — a bot name (``"random"``, ``"simple"``, ``"search"``, ...), a policy with
+``act(observation) -> int``, or a batch policy (``act_batch``/``act_states``), the same keyword
+and the same values as ``VectorGymEnv`` — used for every other seat; or a list of them (one per
+other seat, in seat order, the learner's seat skipped) or a dict by agent name.
+The default (``None`` or ``"random"``) plays uniformly random legal actions drawn from the env's
+own generator, so ``reset(seed=s)`` replays; other names are seeded with ``opponent_seed`` and
+rebuilt from ``reset(seed=s)``. ``learner_seat="alternate"`` switches seats every reset so that
+every seat is learned.
 
 ``illegal_action="raise"`` (default) raises a ValueError naming the legal actions;
 ``"terminate"`` ends the episode with reward -1 (what unmasked samplers and checkers need).
@@ -17,34 +23,31 @@ episode that ends before the learner's first decision is dealt again inside ``re
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import gymnasium
 import numpy as np
 
 from .env import raw_env
+from .opponents import check_opponent, decide, make_opponent, refuse_old_keyword, reset_seed
 from .rules.actions import NUM_ACTIONS
-
-
-class _UniformRandom:
-    """The default opponent; kept here so the Gymnasium view does not depend on the bots module."""
-
-    def __init__(self, rng: np.random.Generator):
-        self.rng = rng
-
-    def act(self, observation: dict[str, np.ndarray]) -> int:
-        legal = np.flatnonzero(observation["action_mask"])
-        return int(legal[self.rng.integers(len(legal))])
 
 
 class GymEnv(gymnasium.Env):
     metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 1}
 
     def __init__(
-        self, opponents: Any = None, learner_seat: int | str = 0, illegal_action: str = "raise", **env_options: Any
+        self,
+        opponents: Any = None,
+        learner_seat: int | str = 0,
+        illegal_action: str = "raise",
+        opponent_seed: int | None = None,
+        **env_options: Any,
     ):
         if illegal_action not in ("raise", "terminate"):
             raise ValueError(f"illegal_action={illegal_action!r}; allowed: raise, terminate")
+        refuse_old_keyword(env_options)
         self.illegal_action = illegal_action
         self.aec = raw_env(**env_options)
         n = self.aec.config.num_players
@@ -52,23 +55,58 @@ class GymEnv(gymnasium.Env):
             raise ValueError(f"learner_seat={learner_seat!r}; allowed: a seat in 0..{n - 1} or 'alternate'")
         self.learner_seat_mode = learner_seat
         self.learner_seat = 0 if learner_seat == "alternate" else learner_seat
-        self._opponents_spec = opponents
+        self._opponents_spec = self._check_opponents(opponents, learner_seat)
+        self._build_opponents(opponent_seed)
         self.observation_space = self.aec.observation_spaces[self.aec.possible_agents[0]]["observation"]
         self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self.render_mode = env_options.get("render_mode")
         self._mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         self._episodes = 0
 
-    def _opponent_for(self, seat: int):
-        spec = self._opponents_spec
-        if spec is None:
-            return self._random_opponent
+    def _check_opponents(self, spec: Any, learner_seat: int | str) -> Any:
+        """``spec`` as given, after checking it: one opponent, one per other seat, or a dict by agent."""
+        agents = self.aec.possible_agents
         if isinstance(spec, (list, tuple)):
-            others = [s for s in range(self.aec.config.num_players) if s != self.learner_seat]
-            return spec[others.index(seat)]
-        if isinstance(spec, dict):
-            return spec[self.aec.possible_agents[seat]]
+            if len(spec) != len(agents) - 1:
+                raise ValueError(f"opponents as a list holds one opponent per other seat: {len(agents) - 1}, got {len(spec)}")
+            for one in spec:
+                check_opponent(one)
+        elif isinstance(spec, dict):
+            needed = set(agents) if learner_seat == "alternate" else set(agents) - {agents[learner_seat]}
+            if not needed <= set(spec) <= set(agents):
+                raise ValueError(f"opponents as a dict holds one opponent for each of {sorted(needed)}, got keys {sorted(spec)}")
+            for one in spec.values():
+                check_opponent(one)
+        else:
+            check_opponent(spec)
         return spec
+
+    def _build_opponents(self, seed: int | None) -> None:
+        """Build the named opponents (``"random"`` is built at each reset, on the env's generator)."""
+        config = self.aec.config
+
+        def build(spec: Any, k: int) -> Any:
+            if spec is None or spec == "random":
+                return None
+            return make_opponent(spec, None if seed is None else seed + k, config)
+
+        spec = self._opponents_spec
+        if isinstance(spec, (list, tuple)):
+            self._opponents: Any = [build(one, k) for k, one in enumerate(spec)]
+        elif isinstance(spec, dict):
+            self._opponents = {agent: build(one, k) for k, (agent, one) in enumerate(sorted(spec.items()))}
+        else:
+            self._opponents = build(spec, 0)
+
+    def _opponent_for(self, seat: int):
+        """The opponent of ``seat``: a list is read in seat order, skipping the learner's seat."""
+        chosen = self._opponents
+        if isinstance(chosen, list):
+            others = [s for s in range(self.aec.config.num_players) if s != self.learner_seat]
+            chosen = chosen[others.index(seat)]
+        elif isinstance(chosen, dict):
+            chosen = chosen[self.aec.possible_agents[seat]]
+        return self._random_opponent if chosen is None else chosen
 
     @property
     def learner(self) -> str:
@@ -80,7 +118,9 @@ class GymEnv(gymnasium.Env):
             self.learner_seat = self._episodes % self.aec.config.num_players
         self._episodes += 1
         self.aec.reset(seed=seed, options=options)
-        self._random_opponent = _UniformRandom(self.aec.np_random)
+        if seed is not None:
+            self._build_opponents(reset_seed(seed))
+        self._random_opponent = make_opponent("random", generator=self.aec.np_random)
         reward = self._play_opponents()
         redeals = 0
         while self.aec.terminations[self.learner]:
@@ -116,7 +156,7 @@ class GymEnv(gymnasium.Env):
         while not env.terminations[self.learner] and env.agent_selection != self.learner:
             agent = env.agent_selection
             opponent = self._opponent_for(env.agent_name_mapping[agent])
-            env.step(opponent.act(env.observe(agent)))
+            env.step(decide(opponent, partial(env.observe, agent), env.round_state))
             reward += env.rewards[self.learner]
         return reward
 

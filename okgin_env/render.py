@@ -64,6 +64,11 @@ def _agent(raw: Any, seat: int) -> str:
     return raw.possible_agents[seat]
 
 
+def _taken_card_held_back(st: Any) -> bool:
+    """The player to act took a card from the pile that the rules do not let them throw this turn."""
+    return st.taken_card >= 0 and not st.discardable() >> st.taken_card & 1
+
+
 def _limit_text(limit: int) -> str:
     return "gin only" if limit == 0 else f"{limit} or less"
 
@@ -186,7 +191,7 @@ def render_text(env: Any) -> str:
     melds, loose = _grouped(hand)
     deadwood = sum(card_value(c) for c in loose)
     lines.append(f"{_agent(raw, seat)}'s hand: {_grouped_text(melds, loose)} (deadwood {deadwood})")
-    if st.taken_card >= 0 and st.phase is Phase.DISCARD:
+    if _taken_card_held_back(st):
         lines.append(f"  took {card_symbol(st.taken_card)} from the pile: it may not be thrown this turn")
     lines.append("Legal: " + ", ".join(action_str(a) for a in st.legal_actions()))
     return "\n".join(lines)
@@ -396,7 +401,7 @@ def render_rgb(env: Any) -> np.ndarray:
     else:
         table.text((x, cy + 6), f"{_agent(raw, st.current)} to act", size=24, fill=GOLD)
         table.text((x, cy + 40), PHASE_NAMES[st.phase], size=17)
-        if st.taken_card >= 0 and st.phase is Phase.DISCARD:
+        if _taken_card_held_back(st):
             table.text((x, cy + 64), f"took {card_str(st.taken_card)} from the pile: may not throw it", size=14)
     y = cy + CARD_H + 40
 

@@ -257,6 +257,24 @@ def test_scripted_knock(reward):
     check_final_rewards(env, expected_rewards(reward, [-74, 74], 1))
 
 
+def test_each_agent_gets_its_own_round_outcome_dict():
+    """One agent (or a wrapper) changing its info must not change what the other agents see."""
+    env = okgin_env.env(rules="penalty", num_players=3, episode="round")
+    env.reset(seed=5)
+    rng = random.Random(5)
+    while not any(env.terminations.values()):
+        env.step(eager_action(env.observe(env.agent_selection), rng))
+    infos = env.unwrapped.infos
+    first, *others = env.agents
+    outcome = infos[first]["round_outcome"]
+    assert all(infos[agent]["round_outcome"] == outcome for agent in others)
+    unchanged = copy.deepcopy(outcome)
+    outcome["kind"] = "changed"
+    outcome["points"].append(99)
+    outcome["hands"][0].clear()
+    assert all(infos[agent]["round_outcome"] == unchanged for agent in others)
+
+
 @pytest.mark.parametrize("reward", ["points", "win"])
 def test_scripted_gin(reward):
     # Seat 1 holds three runs and KC; draws TD (7D-TD) and knocks KC: gin, 25 + 79.

@@ -79,3 +79,73 @@ def test_illegal_actions_raise_by_default_and_terminate_on_request():
 def test_bad_options_are_rejected(bad):
     with pytest.raises(ValueError):
         GymEnv(**bad)
+
+
+# ----------------------------------------------------------------------------- opponents: one keyword, names in both envs
+
+
+class FirstLegalBatch:
+    """A batch policy only (no ``act``): the first legal action of each row."""
+
+    def act_batch(self, observations, masks):
+        return np.argmax(masks, axis=1)
+
+
+class FirstLegal:
+    def act(self, observation):
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+def trajectory(env: GymEnv, seed: int, steps: int = 150) -> list:
+    """Observations, rewards and terminations of ``steps`` seeded random learner steps (resets included)."""
+    rng = np.random.default_rng(seed)
+    observation, info = env.reset(seed=seed)
+    out = [observation.tobytes()]
+    for _ in range(steps):
+        observation, reward, terminated, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+        out.append((observation.tobytes(), reward, terminated))
+        if terminated:
+            observation, info = env.reset()
+    return out
+
+
+def test_bot_names_are_opponents_of_the_gym_env():
+    from okgin_env.opponents import reset_seed
+
+    named = trajectory(GymEnv(opponents="simple", episode="round"), seed=4)
+    # A named opponent is rebuilt from reset(seed=s), with seed reset_seed(s): the simple bot itself.
+    assert named == trajectory(GymEnv(opponents=make_bot("simple", seed=reset_seed(4)), episode="round"), seed=4)
+    assert named == trajectory(GymEnv(opponents="simple", episode="round"), seed=4)  # replays
+    # "random" is the default opponent: uniform legal actions from the env's own generator.
+    assert trajectory(GymEnv(opponents="random"), seed=5) == trajectory(GymEnv(), seed=5)
+    # A batch policy works one decision at a time, as the same policy with act().
+    assert trajectory(GymEnv(opponents=FirstLegalBatch()), seed=6) == trajectory(GymEnv(opponents=FirstLegal()), seed=6)
+
+
+def test_opponents_is_the_one_keyword_of_both_single_agent_envs():
+    from okgin_env import VectorGymEnv
+    from okgin_env.bots import SearchBot
+    from okgin_env.opponents import SimpleStateOpponent, make_opponent
+
+    vector = VectorGymEnv(2, opponents="simple", episode="round")
+    assert isinstance(vector.opponent, SimpleStateOpponent)
+    vector.reset(seed=0)
+    for env_class, args in ((GymEnv, ()), (VectorGymEnv, (2,))):
+        with pytest.raises(ValueError, match="opponents="):
+            env_class(*args, opponent="simple")
+        with pytest.raises(ValueError, match="unknown opponent 'simpel'"):
+            env_class(*args, opponents="simpel")
+        with pytest.raises(ValueError, match="neither a bot name"):
+            env_class(*args, opponents=3)
+    config = okgin_env.make_config("penalty", num_players=3)
+    search = make_opponent("search", seed=1, config=config)
+    assert isinstance(search, SearchBot)
+    GymEnv(opponents="search", rules="penalty", num_players=3)  # accepted by name in both
+    VectorGymEnv(2, opponents="search", rules="penalty", num_players=3)
+    with pytest.raises(ValueError, match="one opponent per other seat"):
+        GymEnv(opponents=["simple"], rules="penalty", num_players=3)
+    with pytest.raises(ValueError, match="one opponent for each of"):
+        GymEnv(opponents={"player_1": "simple"}, learner_seat="alternate")
+    env = GymEnv(opponents=["simple", None], rules="penalty", num_players=3, episode="round")
+    env.reset(seed=1)
+    assert isinstance(env._opponent_for(1), SimpleStateOpponent)

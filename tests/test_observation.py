@@ -15,8 +15,8 @@ import pytest
 
 import okgin_env
 from okgin_env import card_id, card_str, parse_cards
-from okgin_env.observation import decode, hand_from_observation, layout_for, to_text
-from okgin_env.rules.cards import from_mask
+from okgin_env.observation import PackedEncoder, decode, encode, hand_from_observation, layout_for, to_text, view
+from okgin_env.rules.cards import from_mask, to_mask
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS
 from okgin_env.rules.round import Phase
 
@@ -352,3 +352,77 @@ def test_round_end_reveals_hands_four_players_after_a_draw():
         parts = decode(env.observe(agent)["observation"])
         for k in range(1, 4):
             assert parts[f"opponent_{k}_known"] == [card_str(c) for c in outcome["hands"][(seat + k) % 4]]
+
+
+# ----------------------------------------------------------------------------- the env's dict, the typed view, the packed encoder
+
+
+def test_decode_and_to_text_take_the_dict_that_env_last_returns():
+    env = okgin_env.env(rules="penalty", num_players=3)
+    env.reset(seed=2)
+    observation, *_ = env.last()
+    parts = decode(observation)
+    assert parts == {**decode(observation["observation"]), "legal": ["take discard", "pass"]}
+    text = to_text(observation)
+    assert "hand" in text and "legal: take discard, pass" in text
+    assert hand_from_observation(observation) == env.unwrapped.hand(env.agent_selection)
+    with pytest.raises(ValueError, match="'observation'"):
+        decode({"action_mask": observation["action_mask"]})
+
+
+def test_view_gives_numbers_in_their_units():
+    env = okgin_env.env(target_score=200)
+    env.reset(seed=1)
+    raw = env.unwrapped
+    rng = random.Random(1)
+    while not (any(raw.match.scores) and raw.round_state.history):
+        legal = raw.round_state.legal_actions()
+        env.step(legal[-1] if legal[-1] >= KNOCK_BASE else legal[rng.randrange(len(legal))])
+    observation = env.observe(env.agent_selection)
+    v = view(observation)
+    parts = decode(observation)
+    seat = raw.agent_name_mapping[env.agent_selection]
+    assert v.scores == parts["scores"] == [raw.match.scores[seat], raw.match.scores[1 - seat]]
+    assert all(type(s) is int for s in v.scores)
+    assert (v.target_score, v.knock_limit, v.stock_size) == (200, raw.knock_limit, raw.stock_size)
+    assert v.legal == raw.round_state.legal_actions()
+    with pytest.raises(ValueError, match="action_mask"):
+        view({"observation": observation["observation"]})
+
+
+@pytest.mark.parametrize("kwargs", PRESETS)
+def test_packed_encoder_is_encode_and_the_legal_mask_for_every_seat(kwargs):
+    """The batch encoder, without BatchEnv: every seat of states reached by random play."""
+    env = okgin_env.env(episode="round", max_turns=40, **kwargs)  # short rounds: some end in the 400 steps
+    env.reset(seed=9)
+    raw = env.unwrapped
+    n = len(raw.possible_agents)
+    encoder = PackedEncoder(n, raw.config.target_score)
+    rng = random.Random(9)
+    rounds, scores, states = [], [], 0
+    for _ in range(400):
+        rounds.append(raw.round_state.clone())
+        scores.append([rng.randrange(100) for _ in range(n)])  # any match totals
+        if any(env.terminations.values()):  # the round is over (hands shown): a fresh one
+            env.reset(seed=rng.randrange(1000))
+            continue
+        legal = raw.round_state.legal_actions()
+        knocks = [a for a in legal if a >= KNOCK_BASE]
+        env.step(knocks[0] if knocks else legal[rng.randrange(len(legal))])
+    assert any(st.is_over for st in rounds)
+    piles = [to_mask(st.discard_pile) for st in rounds]
+    games = list(range(len(rounds)))
+    for seat in range(n):
+        words = encoder.pack_seats(rounds, piles, games, [seat] * len(games))
+        obs = np.empty((len(games), encoder.size), np.float32)
+        masks = np.empty((len(games), 107), np.int8)
+        acting = encoder.unpack(words, np.array(scores, dtype=np.float64), obs, masks, viewers=np.full(len(games), seat))
+        for g, st in enumerate(rounds):
+            assert np.array_equal(obs[g], encode(st, scores[g], raw.config.target_score, seat)), (g, seat)
+            expected = st.legal_mask() if st.current == seat else np.zeros(107, np.int8)
+            assert np.array_equal(masks[g], expected), (g, seat)
+            assert acting[g] == st.current
+            states += 1
+    live = [g for g in games if not rounds[g].is_over]  # what BatchEnv packs: a seat is to act
+    assert encoder.pack_acting(rounds, piles, live) == encoder.pack_seats(rounds, piles, live, [rounds[g].current for g in live])
+    assert states == n * 400

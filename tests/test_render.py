@@ -77,6 +77,16 @@ def test_ansi_mid_round_shows_the_acting_players_view():
     assert "Discard top: -" in text
 
 
+def test_the_taken_card_note_follows_the_rules():
+    """With ``allow_discard_taken`` the card just taken may be thrown: the table does not say otherwise."""
+    for allow, note in ((False, True), (True, False)):
+        env = scripted("ansi", allow_discard_taken=allow)
+        env.step(PASS)
+        env.step(TAKE_DISCARD)  # seat 0 takes the K upcard
+        assert ("took K♥ from the pile: it may not be thrown this turn" in env.render()) is note
+        check_image(render_rgb(env))
+
+
 def test_ansi_hides_what_the_viewer_may_not_see():
     """Every card symbol on the text view is the acting player's, on the pile, or known to be held."""
     for kwargs in ({}, {"rules": "penalty", "num_players": 3}):

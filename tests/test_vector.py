@@ -1,4 +1,4 @@
-"""The batched engine (okgin_env/vector.py) against the reference AEC env, step by step.
+"""The batched engine (okgin_env/batch.py) against the reference AEC env, step by step.
 
 Differential: a ``BatchEnv`` of N games reset with ``seed=s`` and N ``raw_env`` reset with
 ``seed=s + i`` (the documented seeding), both given the same actions, must agree at every step on
@@ -25,17 +25,14 @@ import numpy as np
 import pytest
 
 import okgin_env
+from okgin_env.batch import BatchEnv
+from okgin_env.bots.random_bot import RandomBot, random_legal_actions
 from okgin_env.gym_env import GymEnv
 from okgin_env.observation import layout_for
+from okgin_env.opponents import PerObservationOpponent
 from okgin_env.rules.actions import KNOCK_BASE, NUM_ACTIONS
-from okgin_env.vector import (
-    BatchEnv,
-    PerObservationOpponent,
-    RandomBatchOpponent,
-    VectorGymEnv,
-    _knock_ruled_out,
-    random_legal_actions,
-)
+from okgin_env.rules.melds import knock_ruled_out
+from okgin_env.vector import VectorGymEnv
 
 try:
     from okgin_env.bots.simple import simple_action_for_state
@@ -335,7 +332,7 @@ def test_knock_pre_check_never_rules_out_a_legal_knock():
     ruled_out = 0
     for hand in hands:
         for limit in (0, 1, 5, 10):
-            if _knock_ruled_out(hand, limit):
+            if knock_ruled_out(hand, limit):
                 ruled_out += 1
                 assert knock_discards_of_mask(hand, limit) == [], (hand, limit)
     assert ruled_out > len(hands)  # it does rule out most hands
@@ -377,7 +374,7 @@ class FirstLegal:
 )
 def test_vector_gym_env_matches_gym_env(options, learner_seat):
     num_envs, seed = 6, 31
-    vector = VectorGymEnv(num_envs, opponent=FirstLegal(), learner_seat=learner_seat, **options)
+    vector = VectorGymEnv(num_envs, opponents=FirstLegal(), learner_seat=learner_seat, **options)
     singles = [GymEnv(opponents=FirstLegal(), learner_seat=learner_seat, **options) for _ in range(num_envs)]
     observations, infos = vector.reset(seed=seed)
     views = [env.reset(seed=seed + i) for i, env in enumerate(singles)]
@@ -411,14 +408,14 @@ def test_vector_gym_env_matches_gym_env(options, learner_seat):
     assert rounds >= 6 and episodes >= 1
 
 
-@pytest.mark.parametrize("opponent", ["random", "simple", "simple_obs", RandomBatchOpponent(1), "first-legal-act"])
+@pytest.mark.parametrize("opponent", ["random", "simple", "simple_obs", RandomBot(1), "first-legal-act"])
 def test_vector_gym_env_opponents_run(opponent):
     if opponent in ("simple", "simple_obs") and simple_action_for_state is None:
         pytest.skip("the bots package is not available")
     if opponent == "first-legal-act":
         opponent = PerObservationOpponent(FirstLegal())
     env = VectorGymEnv(
-        8, opponent=opponent, rules="penalty", num_players=3, episode="round", learner_seat="alternate", max_turns=30
+        8, opponents=opponent, rules="penalty", num_players=3, episode="round", learner_seat="alternate", max_turns=30
     )
     assert isinstance(env, gymnasium.vector.VectorEnv)
     assert env.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.SAME_STEP
@@ -440,7 +437,7 @@ def test_vector_gym_env_opponents_run(opponent):
 
 def test_vector_gym_env_seeded_reset_replays_with_named_opponent():
     def trace():
-        env = VectorGymEnv(4, opponent="random", episode="round", max_turns=20)
+        env = VectorGymEnv(4, opponents="random", episode="round", max_turns=20)
         observations, _ = env.reset(seed=8)
         rng = np.random.default_rng(8)
         out = [observations]
@@ -453,4 +450,87 @@ def test_vector_gym_env_seeded_reset_replays_with_named_opponent():
     with pytest.raises(ValueError, match="learner_seat"):
         VectorGymEnv(2, learner_seat=2)
     with pytest.raises(ValueError, match="opponent"):
-        VectorGymEnv(2, opponent="nobody")
+        VectorGymEnv(2, opponents="nobody")
+
+
+# ----------------------------------------------------------------------------- issue 14: buffers and infos
+
+
+def test_copy_false_a_write_into_the_returned_mask_changes_no_legality():
+    batch = BatchEnv(3, copy=False)
+    result = batch.reset(seed=4)
+    result.action_masks[:] = 1  # the caller scribbles on the buffer it was handed
+    illegal = np.full(3, KNOCK_BASE + 5)  # a knock, never legal at the upcard offer
+    with pytest.raises(ValueError, match="not legal"):
+        batch.step(illegal)
+    assert all(match.round.cards_accounted() == 52 for match in batch.matches)
+    assert all(match.round.history == [] for match in batch.matches)
+    again = batch.step(random_legal_actions(batch.action_masks, np.random.default_rng(0)))
+    assert again.action_masks is result.action_masks  # still the one buffer, now rewritten
+    assert np.array_equal(again.action_masks, batch.action_masks)
+    part = batch.step(random_legal_actions(batch.action_masks[[1]], np.random.default_rng(1)), games=[1])
+    assert np.array_equal(again.action_masks[1], part.action_masks[0])  # subset steps update it too
+
+
+def test_latest_and_round_states_do_not_copy_and_cannot_be_written():
+    batch = BatchEnv(4, rules="penalty", num_players=3)
+    first = batch.reset(seed=6)
+    seats, observations, masks = batch.latest()
+    assert np.array_equal(observations, first.observations) and np.array_equal(masks, first.action_masks)
+    for array in (seats, observations, masks):
+        with pytest.raises(ValueError):
+            array[0] = 0
+    rows = batch.latest([2, 0])
+    assert np.array_equal(rows[1], first.observations[[2, 0]]) and np.array_equal(rows[2], first.action_masks[[2, 0]])
+    states = batch.round_states([3, 1])
+    assert states[0] is batch.matches[3].round and states[1] is batch.matches[1].round
+    assert batch.round_states() == [m.round for m in batch.matches]
+
+
+def test_vector_gym_env_final_info_holds_its_own_round_outcome():
+    env = VectorGymEnv(4, opponents="random", episode="round", max_turns=6)
+    env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        _, _, terminated, _, infos = env.step(random_legal_actions(env.action_masks(), rng))
+        for i in np.flatnonzero(terminated & infos.get("_round_outcome", np.zeros(4, bool))):
+            final = infos["final_info"][i]["round_outcome"]
+            assert final == infos["round_outcome"][i]
+            final["points"].append(99)
+            final["kind"] = "changed"
+            assert infos["round_outcome"][i]["kind"] != "changed" and 99 not in infos["round_outcome"][i]["points"]
+            return
+    raise AssertionError("no episode ended")
+
+
+# ----------------------------------------------------------------------------- the rules' masks
+
+
+def test_legal_parts_and_discardable_are_the_legal_actions():
+    """``RoundState.legal_parts`` (what the batch packs) is the rule behind ``legal_actions``."""
+    from okgin_env.rules.melds import knock_discards_of_mask
+
+    checked = Counter()
+    for options in ({"rules": "classic"}, {"rules": "classic", "allow_discard_taken": True},
+                    {"rules": "penalty", "num_players": 3}):
+        env = okgin_env.raw_env(episode="round", **options)
+        env.reset(seed=8)
+        rng = random.Random(8)
+        for _ in range(3000):
+            if any(env.terminations.values()):
+                env.reset(seed=rng.randrange(10**6))
+            st = env.round_state
+            small, discards, knocks = st.legal_parts()
+            expected = st.legal_actions()
+            got = [a for a in range(3) if small >> a & 1]
+            got += [3 + c for c in range(52) if discards >> c & 1] + [55 + c for c in range(52) if knocks >> c & 1]
+            assert got == expected
+            assert st.discardable() == discards
+            if st.phase is okgin_env.Phase.DISCARD:
+                hand = st.hands[st.current]
+                assert knocks == sum(1 << c for c in knock_discards_of_mask(hand, st.knock_limit, hand ^ discards))
+                taken = st.taken_card >= 0
+                checked["taken kept" if taken and not discards >> st.taken_card & 1 else "taken throwable" if taken else "no take"] += 1
+                checked["knock"] += bool(knocks)
+            env.step(_choose(env, env.observe(env.agent_selection)["action_mask"], rng, rng.random() < 0.5))
+    assert min(checked.values()) > 20, checked

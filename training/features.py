@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from okgin_env.observation import layout_for
+from okgin_env.observation import KNOCK_LIMIT_SCALE, STOCK_SCALE, ObservationView
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from okgin_env.rules.cards import CARD_VALUES, NUM_CARDS, SUIT_MASK, to_mask
 from okgin_env.rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
@@ -21,10 +21,6 @@ ACTION_KINDS = 5  # draw stock, take discard, pass, discard, knock
 NUM_ACTION_FEATURES = ACTION_KINDS + 12
 NUM_CONTEXT_FEATURES = 6
 MAX_LEGAL_ACTIONS = 24  # at most 11 discards + 11 knocks in a discard phase; 2 elsewhere
-
-
-def plane_to_mask(plane: np.ndarray) -> int:
-    return int.from_bytes(np.packbits(plane > 0.5, bitorder="little").tobytes(), "little")
 
 
 def _same_rank(mask: int) -> int:
@@ -42,26 +38,31 @@ def _suit_neighbours(mask: int, distance: int) -> int:
     return result
 
 
-class ObservationView:
-    """The card masks of one observation, decoded once."""
+def _stored(value: int, scale: float) -> float:
+    """``value / scale`` as the observation stores it (float32). The features were trained on the
+    stored numbers (a knock limit of 7 reads 6.99999988...), and the shipped network's inputs
+    must stay bit for bit what they were."""
+    return float(np.float32(value / scale))
 
-    def __init__(self, observation: np.ndarray, num_players: int):
-        slices = layout_for(num_players).slices
-        self.hand = plane_to_mask(observation[slices["hand"]])
-        self.taken = plane_to_mask(observation[slices["taken_card"]])
-        self.top = plane_to_mask(observation[slices["discard_top"]])
-        self.pile = plane_to_mask(observation[slices["discard_pile"]])
+
+class _Inputs:
+    """What the features read from the one decoded view (``okgin_env.observation.view``), once."""
+
+    def __init__(self, view: ObservationView):
+        self.hand = view.hand
+        self.taken = 1 << view.taken_card if view.taken_card >= 0 else 0
+        self.top = 1 << view.discard_top if view.discard_top >= 0 else 0
         self.opponent_known = 0
         self.opponent_passed = 0
-        for k in range(1, num_players):
-            self.opponent_known |= plane_to_mask(observation[slices[f"opponent_{k}_known"]])
-            self.opponent_passed |= plane_to_mask(observation[slices[f"opponent_{k}_passed"]])
-        self.knock_limit = float(observation[slices["knock_limit"]][0]) * 10
-        self.stock_fraction = float(observation[slices["stock_size"]][0])
-        self.unseen = ((1 << NUM_CARDS) - 1) & ~(self.hand | self.pile | self.opponent_known)
+        for known, passed in zip(view.opponent_known, view.opponent_passed):
+            self.opponent_known |= known
+            self.opponent_passed |= passed
+        self.knock_limit = _stored(view.knock_limit, KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
+        self.stock_fraction = _stored(view.stock_size, STOCK_SCALE)
+        self.unseen = ((1 << NUM_CARDS) - 1) & ~(view.hand | view.discard_pile | self.opponent_known)
 
 
-def _card_features(view: ObservationView, card: int, hand_after: int) -> list[float]:
+def _card_features(view: _Inputs, card: int, hand_after: int) -> list[float]:
     bit = 1 << card
     live = view.unseen
     meld_partners = (_same_rank(bit) | _suit_neighbours(bit, 1) | _suit_neighbours(bit, 2)) & ~bit
@@ -76,8 +77,9 @@ def _card_features(view: ObservationView, card: int, hand_after: int) -> list[fl
     ]
 
 
-def action_features(view: ObservationView, actions: list[int]) -> np.ndarray:
+def action_features(decoded: ObservationView, actions: list[int]) -> np.ndarray:
     """``(len(actions), NUM_ACTION_FEATURES)`` features of each legal action."""
+    view = _Inputs(decoded)
     rows = np.zeros((len(actions), NUM_ACTION_FEATURES), dtype=np.float32)
     hand = view.hand
     hand_deadwood = deadwood_of_mask(hand)
@@ -111,7 +113,8 @@ def action_features(view: ObservationView, actions: list[int]) -> np.ndarray:
     return rows
 
 
-def context_features(view: ObservationView) -> np.ndarray:
+def context_features(decoded: ObservationView) -> np.ndarray:
+    view = _Inputs(decoded)
     hand_deadwood = deadwood_of_mask(view.hand)
     return np.array(
         [

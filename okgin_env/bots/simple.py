@@ -20,31 +20,12 @@ from __future__ import annotations
 
 import random
 
+from ..observation import view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-from ..rules.cards import NUM_RANKS, SUIT_MASK
-from ..rules.melds import deadwood_of_mask
+from ..rules.config import RulesConfig
+from ..rules.melds import deadwood_of_mask, in_some_meld
 from ..rules.round import Phase, RoundState
-from ._view import view
-
-
-def in_some_meld(hand: int, card: int) -> bool:
-    """True if ``card`` forms a set or a run with cards of ``hand`` (a mask that may hold it or not)."""
-    rank = card % NUM_RANKS
-    suit = card // NUM_RANKS
-    same_rank = 0
-    for s in range(4):
-        if s != suit and hand >> (s * NUM_RANKS + rank) & 1:
-            same_rank += 1
-    if same_rank >= 2:
-        return True
-    suit_cards = ((hand >> (suit * NUM_RANKS)) & SUIT_MASK) | (1 << rank)
-    low = rank
-    while low > 0 and suit_cards >> (low - 1) & 1:
-        low -= 1
-    high = rank
-    while high < NUM_RANKS - 1 and suit_cards >> (high + 1) & 1:
-        high += 1
-    return high - low >= 2
+from .settings import COMMON_SETTINGS, check_rules, check_seed, unknown_settings_error
 
 
 def least_deadwood_discards(hand: int, candidates: list[int]) -> tuple[int, list[int]]:
@@ -69,8 +50,14 @@ class SimpleBot:
 
     name = "simple"
 
-    def __init__(self, seed: int | None = None, **_ignored):
-        self.rng = random.Random(seed)
+    def __init__(self, seed: int | None = None, rules: str | RulesConfig | None = None, **unknown):
+        """``seed`` breaks ties; ``rules`` is accepted and ignored (the observation shows all that
+        simple reads), so that callers may pass the table's rules to every bot; any other name
+        raises a ValueError."""
+        if unknown:
+            raise unknown_settings_error("simple", list(unknown), ["seed", "rules"], COMMON_SETTINGS)
+        check_rules(rules)
+        self.rng = random.Random(check_seed(seed))
 
     def act(self, observation: dict) -> int:
         v = view(observation)
@@ -97,15 +84,14 @@ def simple_action_for_state(state: RoundState, rng: random.Random) -> int:
     phase = state.phase
     hand = state.hands[state.current]
     if phase is Phase.DISCARD:
-        taken = state.taken_card
-        forbidden = 0 if taken < 0 or state.config.allow_discard_taken else 1 << taken
         candidates = []
-        rest = hand & ~forbidden
+        rest = state.discardable()
         while rest:
             low = rest & -rest
             rest ^= low
             candidates.append(low.bit_length() - 1)
         best, cards = least_deadwood_discards(hand, candidates)
+        # A knock is legal exactly when the discard leaves deadwood within the knock limit (RULES.md §5).
         base = KNOCK_BASE if best <= state.knock_limit else DISCARD_BASE
         return base + _pick(rng, cards)
     if phase is Phase.DRAW:

@@ -1,0 +1,378 @@
+"""``BatchEnv``: ``N`` independent games of Oklahoma Gin stepped together, arrays in and out.
+
+Every game is one reference engine state (``MatchState`` with its ``RoundState``), so the rules
+are exactly those of ``okgin_env.env``; what is batched is everything around them: actions come
+in as one array and are checked against the current masks in one numpy call; each game's
+transition is then ``MatchState.apply_unchecked`` (what ``apply`` does after its legality check,
+which the mask check replaces); and the observation and action mask of the seat to act in every
+game are written straight into ``(N, obs_size)`` float32 / ``(N, 107)`` int8 arrays by the
+observation codec's ``PackedEncoder`` (a few ints per game, one ``np.unpackbits`` per batch; the
+legal actions are the rules' own ``RoundState.legal_parts``).
+
+* ``reset(seed=None, options=None) -> BatchStep`` and ``step(actions, games=None) -> BatchStep``
+  where ``BatchStep = (seats, observations, action_masks, rewards, dones, infos)``:
+  ``seats`` (M,) int64 — the seat to act in each game; ``observations`` (M, obs_size) float32 —
+  that seat's observation, in exactly the layout of the AEC env (``okgin_env.observation``);
+  ``action_masks`` (M, 107) int8; ``rewards`` (M, num_players) float32 — what the AEC env's
+  ``env.rewards`` hold after that step (``okgin_env.episode``); ``dones`` (M,) bool — the episode
+  (a round with ``episode="round"``, else a match) ended with this action.
+* ``step(actions, games=None)``: ``actions`` (M,) ints, one per game in ``games`` (default:
+  every game, M = N). Stepping a subset lets different policies act in different games.
+  Every action is checked against the game's legal actions before any game is changed; an
+  illegal one raises ``ValueError`` naming the game, the action and the legal actions.
+* **Auto-reset, "same step"**: a game whose episode ends in ``step`` is reset in that same
+  call; the returned seat, observation and mask are those of the new episode, and
+  ``infos["final_obs"][j]`` (with the boolean mask ``infos["_final_obs"]``, as Gymnasium vector
+  envs do) holds the finished episode's last observation for **every** seat, shape
+  ``(num_players, obs_size)`` — what ``env.observe(agent)`` returns after termination (hands
+  shown at the showdown). ``infos["round_outcome"][j]`` (mask ``infos["_round_outcome"]``) is the
+  ``RoundOutcome.to_dict()`` of every round that ended in the step, as the AEC env's
+  ``infos[agent]["round_outcome"]``. Info arrays are indexed like the returned rows (position
+  ``j`` is game ``games[j]``); keys are present only when some game has them.
+* **Seeding**: ``reset(seed=s)`` seeds game ``i`` with ``gymnasium.utils.seeding.np_random(s + i)``,
+  which is exactly what ``raw_env.reset(seed=s + i)`` does (the convention of Gymnasium's
+  vector envs). Each game keeps its generator for every later deal, stock reshuffle and
+  auto-reset, so game ``i`` plays the same sequence of deals as ``raw_env`` given
+  ``reset(seed=s + i)`` and then ``reset()`` after each episode, for the same actions.
+  ``reset()`` without a seed continues each game's generator (fresh OS entropy the first time).
+  ``options={"deck": decks, "dealer": dealers}`` fixes the first round of every game (``decks``:
+  N decks of 52 card ids/texts, top first, or ``None`` per game; ``dealers``: N seats, or
+  ``None`` per game), like ``raw_env.reset(options={"deck": ..., "dealer": ...})``.
+* ``observe(seats, games=None) -> (observations, action_masks)`` — any seat's observation (a mask
+  of zeros for a seat that is not to act), e.g. ``observe(0)`` or ``observe(array_of_seats)``.
+* Read-only state: ``seats``, ``observations``, ``action_masks`` (copies of the latest of every
+  game), ``latest(games=None)`` (the same without copying: read-only views, valid until the next
+  call), ``round_states(games)`` and ``matches`` (the engine states: hidden information, for
+  scripted opponents and tools, not agents).
+
+The plain engine stays the reference: ``tests/test_vector.py`` checks, step by step on thousands
+of seeded games, that the batch gives the AEC env's masks, observations, rewards, terminations,
+round outcomes and final observations. No JIT is used (numba is not a dependency): the per-game
+work left in Python is the reference engine's own transition plus packing a dozen ints, and the
+rest is a handful of numpy calls per batch; ``benchmarks/bench_vector.py`` measures it against
+OpenSpiel. Each ``RoundState`` keeps its ``history``; each ``MatchState``'s ``outcomes`` list is
+emptied after every round unless ``keep_outcomes=True`` (the dicts are in ``infos``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import gymnasium
+import numpy as np
+from gymnasium.utils import seeding
+
+from .episode import check_options, end_of_round
+from .observation import PackedEncoder, encode
+from .rules.actions import NUM_ACTIONS, action_str
+from .rules.config import make_config
+from .rules.match import MatchState
+from .rules.round import Phase, RoundState, check_deck
+
+_DISCARD = Phase.DISCARD  # (an Enum member lookup is slow: not in the per-game loop)
+OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "copy", "keep_outcomes")
+
+
+class BatchStep(NamedTuple):
+    """What ``BatchEnv.reset`` and ``BatchEnv.step`` return (rows in the order of the stepped games)."""
+
+    seats: np.ndarray  # (M,) int64: seat to act
+    observations: np.ndarray  # (M, obs_size) float32: that seat's observation
+    action_masks: np.ndarray  # (M, 107) int8
+    rewards: np.ndarray  # (M, num_players) float32: rewards of this step, per seat
+    dones: np.ndarray  # (M,) bool: the episode ended in this step (the game was reset)
+    infos: dict[str, Any]
+
+
+def _check_games_arg(games: Any, num_games: int) -> np.ndarray | None:
+    if games is None:
+        return None
+    idx = np.asarray(games)
+    if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        raise ValueError(f"games must be a 1-d array of game indices, got {idx.dtype} array of shape {idx.shape}")
+    idx = idx.astype(np.int64, copy=False)
+    if idx.size and (idx.min() < 0 or idx.max() >= num_games):
+        raise ValueError(f"game indices must be in 0..{num_games - 1}")
+    if np.unique(idx).size != idx.size:
+        raise ValueError("game indices must not repeat")
+    return idx
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    out = array.view()
+    out.flags.writeable = False
+    return out
+
+
+def add_info(infos: dict[str, Any], key: str, j: int, value: Any, m: int) -> None:
+    """Gymnasium's vector info style: ``infos[key]`` an object array, ``infos["_" + key]`` a bool mask."""
+    if key not in infos:
+        infos[key] = np.full(m, None, dtype=object)
+        infos["_" + key] = np.zeros(m, dtype=bool)
+    infos[key][j] = value
+    infos["_" + key][j] = True
+
+
+class BatchEnv:
+    """``num_games`` independent games of Oklahoma Gin stepped together (see the module docstring).
+
+    Options are those of ``okgin_env.env``: ``rules``, ``num_players``, ``episode``, ``reward`` and
+    every rule option. ``copy=False`` returns from a full-batch ``step``/``reset`` buffers that the
+    next call overwrites, instead of fresh copies (what the caller writes into them changes nothing
+    in the games: legality is checked against the batch's own masks). ``keep_outcomes=True``
+    keeps each match's ``outcomes`` list (by default it is emptied after each round, after its
+    dict went into ``infos``, so long matches do not grow memory).
+    """
+
+    def __init__(
+        self,
+        num_games: int,
+        rules: str = "classic",
+        num_players: int = 2,
+        episode: str = "match",
+        reward: str = "points",
+        copy: bool = True,
+        keep_outcomes: bool = False,
+        **rule_options: Any,
+    ):
+        if not isinstance(num_games, (int, np.integer)) or isinstance(num_games, bool) or num_games < 1:
+            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        check_options(rule_options, episode, reward, OWN_OPTIONS)
+        self.config = make_config(rules, num_players=num_players, **rule_options)
+        self.num_games = int(num_games)
+        self.num_players = self.config.num_players
+        self.episode = episode
+        self.reward_mode = reward
+        self.copy = copy
+        self.keep_outcomes = keep_outcomes
+        self._encoder = PackedEncoder(self.num_players, self.config.target_score)
+        self.obs_size = self._encoder.size
+        n, size = self.num_players, self.obs_size
+        self.observation_space = gymnasium.spaces.Box(low=0.0, high=np.inf, shape=(size,), dtype=np.float32)
+        self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
+        self._obs = np.zeros((self.num_games, size), dtype=np.float32)
+        self._masks = np.zeros((self.num_games, NUM_ACTIONS), dtype=np.int8)  # legality: never handed out
+        # copy=False hands out this twin of ``_masks`` instead, so a caller's write cannot change legality.
+        self._masks_out = np.zeros_like(self._masks) if not copy else None
+        self._seats = np.zeros(self.num_games, dtype=np.int64)
+        self._scores = np.zeros((self.num_games, n), dtype=np.float64)  # match totals (observation scores)
+        self._rngs: list[np.random.Generator] | None = None
+        self._matches: list[MatchState] = []
+        self._rounds: list[RoundState] = []
+        self._piles: list[int] = []  # discard pile of each game's round as a card mask (kept in step)
+
+    # ------------------------------------------------------------------ read-only views
+    @property
+    def seats(self) -> np.ndarray:
+        """(N,) the seat to act in every game."""
+        return self._seats.copy()
+
+    @property
+    def observations(self) -> np.ndarray:
+        """(N, obs_size) the latest observation of every game's acting seat."""
+        return self._obs.copy()
+
+    @property
+    def action_masks(self) -> np.ndarray:
+        """(N, 107) int8: the current action mask of every game's acting seat."""
+        return self._masks.copy()
+
+    def latest(self, games: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(seats, observations, action_masks)`` of the seat to act: for every game as read-only
+        views without a copy (valid until the next ``step``/``reset``), or the rows of ``games``."""
+        idx = _check_games_arg(games, self.num_games)
+        if idx is None:
+            return _read_only(self._seats), _read_only(self._obs), _read_only(self._masks)
+        return self._seats[idx], self._obs[idx], self._masks[idx]
+
+    def round_states(self, games: Any = None) -> list[RoundState]:
+        """The engine ``RoundState`` of each game of ``games`` (default: all); hidden cards included,
+        for scripted opponents that read only what their seat may know, and tools. Not to be changed."""
+        self._require_reset()
+        idx = _check_games_arg(games, self.num_games)
+        rounds = self._rounds
+        return list(rounds) if idx is None else [rounds[g] for g in idx.tolist()]
+
+    @property
+    def matches(self) -> list[MatchState]:
+        """The engine state of every game (hidden information included: for tools and tests, not agents)."""
+        self._require_reset()
+        return list(self._matches)
+
+    def _require_reset(self) -> None:
+        if self._rngs is None:
+            raise RuntimeError("call reset() before using the batch")
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> BatchStep:
+        """Deal a new episode in every game (see the module docstring for seeding and options)."""
+        n_games = self.num_games
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"deck", "dealer"})
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; known: deck, dealer")
+        decks = options.get("deck")
+        dealers = options.get("dealer")
+        if decks is not None and len(decks) != n_games:
+            raise ValueError(f"options['deck'] must hold one deck (or None) per game: {n_games}, got {len(decks)}")
+        if dealers is not None and len(dealers) != n_games:
+            raise ValueError(f"options['dealer'] must hold one seat (or None) per game: {n_games}, got {len(dealers)}")
+        if seed is not None:
+            if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+                raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+            rngs = [seeding.np_random(int(seed) + i)[0] for i in range(n_games)]
+        elif self._rngs is None:
+            rngs = [seeding.np_random(None)[0] for _ in range(n_games)]
+        else:
+            rngs = self._rngs
+        # Check every injected deck and dealer before any generator is used.
+        n = self.num_players
+        first_decks = [None if decks is None or decks[i] is None else check_deck(decks[i]) for i in range(n_games)]
+        first_dealers = [None if dealers is None else dealers[i] for i in range(n_games)]
+        for i, dealer in enumerate(first_dealers):
+            if dealer is not None and (
+                not isinstance(dealer, (int, np.integer)) or isinstance(dealer, bool) or not 0 <= dealer < n
+            ):
+                raise ValueError(f"options['dealer'][{i}] must be a seat in 0..{n - 1} or None, got {dealer!r}")
+        matches = [
+            MatchState(self.config, rngs[i], deck=first_decks[i], dealer=None if d is None else int(d))
+            for i, d in enumerate(first_dealers)
+        ]
+        self._rngs = rngs
+        self._matches = matches
+        self._rounds = [m.round for m in matches]
+        self._piles = [1 << r.upcard for r in self._rounds]
+        self._scores[:] = 0.0
+        self._store(None, self._encoder.pack_acting(self._rounds, self._piles, range(n_games)))
+        return self._result(None, np.zeros((n_games, n), dtype=np.float32), np.zeros(n_games, dtype=bool), {})
+
+    # ------------------------------------------------------------------ step
+    def step(self, actions: Any, games: Any = None) -> BatchStep:
+        """Apply one action in each game of ``games`` (default: all) and auto-reset finished episodes."""
+        self._require_reset()
+        idx = _check_games_arg(games, self.num_games)
+        acts = np.asarray(actions)
+        m = self.num_games if idx is None else idx.size
+        if acts.shape != (m,):
+            raise ValueError(f"actions must have shape ({m},) (one per stepped game), got {acts.shape}")
+        if m and (acts.dtype == np.bool_ or not np.issubdtype(acts.dtype, np.integer)):
+            raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {acts.dtype}")
+        acts = acts.astype(np.int64, copy=False)
+        rows = np.arange(self.num_games) if idx is None else idx
+        in_range = (acts >= 0) & (acts < NUM_ACTIONS)
+        ok = in_range.copy()
+        ok[in_range] = self._masks[rows[in_range], acts[in_range]] != 0
+        if not ok.all():
+            j = int(np.flatnonzero(~ok)[0])
+            g = int(rows[j])
+            a = int(acts[j])
+            legal = np.flatnonzero(self._masks[g]).tolist()
+            names = ", ".join(f"{x} ({action_str(x)})" for x in legal)
+            what = f"{a} ({action_str(a)})" if 0 <= a < NUM_ACTIONS else f"{a} (out of range 0..{NUM_ACTIONS - 1})"
+            raise ValueError(
+                f"game {g}: action {what} is not legal for seat {int(self._seats[g])}; legal: {names}"
+            )
+        game_list = range(self.num_games) if idx is None else idx.tolist()
+        rewards = np.zeros((m, self.num_players), dtype=np.float32)
+        dones = np.zeros(m, dtype=bool)
+        infos: dict[str, Any] = {}
+        self._apply(game_list, acts.tolist(), rewards, dones, infos)
+        self._store(idx, self._encoder.pack_acting(self._rounds, self._piles, game_list))
+        return self._result(idx, rewards, dones, infos)
+
+    def _apply(self, game_list, act_list: list[int], rewards, dones, infos) -> None:
+        """Play ``act_list[j]`` in game ``game_list[j]`` (checked by ``step``, so the engine's
+        unchecked transition is used), keep the pile masks, end rounds and episodes."""
+        piles, rounds, matches = self._piles, self._rounds, self._matches
+        discard = _DISCARD
+        for j, g in enumerate(game_list):
+            st = rounds[g]
+            a = act_list[j]
+            phase = st.phase
+            outcome = matches[g].apply_unchecked(a)
+            if phase is discard:
+                if a < 55:  # onto the pile (after a reshuffle the pile is only this card)
+                    bit = 1 << (a - 3)
+                    piles[g] = piles[g] | bit if len(st.discard_pile) > 1 else bit
+            elif a == 1:  # took the discard top (or the upcard)
+                piles[g] ^= 1 << st.taken_card
+            if outcome is not None:
+                self._end_round(g, j, outcome, rewards, dones, infos)
+
+    def _end_round(self, g: int, j: int, outcome, rewards, dones, infos) -> None:
+        """Rewards, infos and the next deal after a round of game ``g`` ended (row ``j`` of the step)."""
+        match = self._matches[g]
+        m = rewards.shape[0]
+        add_info(infos, "round_outcome", j, outcome.to_dict(), m)
+        episode_over, paid = end_of_round(outcome, match, self.episode, self.reward_mode)
+        if paid is not None:
+            rewards[j] = paid
+        if not self.keep_outcomes:
+            match.outcomes.clear()
+        if episode_over:
+            dones[j] = True
+            target = self.config.target_score
+            final = np.stack([encode(match.round, match.scores, target, seat) for seat in range(self.num_players)])
+            add_info(infos, "final_obs", j, final, m)
+            match = MatchState(self.config, self._rngs[g])
+            self._matches[g] = match
+            self._scores[g] = 0.0
+        else:
+            self._scores[g] = match.scores
+            match.deal_next_round()
+        self._rounds[g] = match.round
+        self._piles[g] = 1 << match.round.upcard
+
+    # ------------------------------------------------------------------ encoding
+    def _store(self, idx: np.ndarray | None, words: list[int]) -> None:
+        """Unpack the acting seats' words into the buffers (every game, or the rows ``idx``)."""
+        encoder = self._encoder
+        if idx is None:
+            self._seats[:] = encoder.unpack(words, self._scores, self._obs, self._masks)
+            if self._masks_out is not None:
+                np.copyto(self._masks_out, self._masks)
+            return
+        obs = np.empty((idx.size, self.obs_size), dtype=np.float32)
+        masks = np.empty((idx.size, NUM_ACTIONS), dtype=np.int8)
+        self._seats[idx] = encoder.unpack(words, self._scores[idx], obs, masks)
+        self._obs[idx] = obs
+        self._masks[idx] = masks
+        if self._masks_out is not None:
+            self._masks_out[idx] = masks
+
+    def _result(self, idx: np.ndarray | None, rewards: np.ndarray, dones: np.ndarray, infos: dict) -> BatchStep:
+        if idx is not None:
+            return BatchStep(self._seats[idx], self._obs[idx], self._masks[idx], rewards, dones, infos)
+        if self.copy:
+            return BatchStep(self._seats.copy(), self._obs.copy(), self._masks.copy(), rewards, dones, infos)
+        return BatchStep(self._seats, self._obs, self._masks_out, rewards, dones, infos)
+
+    # ------------------------------------------------------------------ any seat
+    def observe(self, seats: Any, games: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """Observations and masks of ``seats`` (one int for every game, or one seat per game) in ``games``.
+
+        The mask is the legal-action mask where the seat is to act, zeros otherwise (as the AEC env).
+        """
+        self._require_reset()
+        idx = _check_games_arg(games, self.num_games)
+        rows = np.arange(self.num_games) if idx is None else idx
+        n = self.num_players
+        observers = np.broadcast_to(np.asarray(seats), rows.shape)
+        if observers.size and (observers.dtype == np.bool_ or not np.issubdtype(observers.dtype, np.integer)):
+            raise ValueError(f"seats must be ints in 0..{n - 1}")
+        observers = observers.astype(np.int64)
+        if observers.size and (observers.min() < 0 or observers.max() >= n):
+            raise ValueError(f"seats must be in 0..{n - 1}")
+        if not rows.size:
+            return np.zeros((0, self.obs_size), np.float32), np.zeros((0, NUM_ACTIONS), np.int8)
+        words = self._encoder.pack_seats(self._rounds, self._piles, rows.tolist(), observers.tolist())
+        obs = np.empty((rows.size, self.obs_size), dtype=np.float32)
+        masks = np.empty((rows.size, NUM_ACTIONS), dtype=np.int8)
+        self._encoder.unpack(words, self._scores[rows], obs, masks, viewers=observers)
+        return obs, masks
+
+    def close(self) -> None:
+        pass
+
+
+__all__ = ["BatchEnv", "BatchStep", "add_info"]
