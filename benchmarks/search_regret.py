@@ -39,10 +39,10 @@ from multiprocessing import Pool
 import numpy as np
 
 from okgin_env.bots import SearchBot
-from okgin_env.bots._view import view
-from okgin_env.bots.search import _copy_state, playout
+from okgin_env.bots.search import playout
 from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.evaluate import parse_spec
+from okgin_env.observation import view
 from okgin_env.rules.actions import KNOCK_BASE
 from okgin_env.rules.round import Phase, RoundState
 
@@ -78,11 +78,11 @@ def true_values(task: tuple[tuple[int, dict, RoundState], int]) -> dict[int, flo
     rng = random.Random(deal * 7919 + len(state.stock))
     totals = dict.fromkeys(actions, 0.0)
     for _ in range(rollouts):
-        base = _copy_state(state)
+        base = state.copy()
         rng.shuffle(base.stock)
         seed = rng.getrandbits(32)
         for action in actions:
-            sample = _copy_state(base)
+            sample = base.copy()
             sample.apply(action)
             playout(sample, random.Random(seed))
             totals[action] += sample.outcome.rewards[state.current]

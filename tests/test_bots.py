@@ -7,18 +7,23 @@ play in both presets and every player count, and scripted positions dealt by dec
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import time
 
 import numpy as np
 import pytest
 
 import okgin_env
-from okgin_env.bots import BOT_NAMES, RandomBot, SearchBot, SimpleBot, make_bot, view
-from okgin_env.bots.search import playout, round_state_from_parts
-from okgin_env.bots.simple import in_some_meld, simple_action_for_state
+from okgin_env.bots import BOT_NAMES, RandomBot, SearchBot, SearchSettings, SimpleBot, make_bot, view
+from okgin_env.bots import search as search_module
+from okgin_env.bots.search import playout
+from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from okgin_env.rules.cards import card_id, from_mask, parse_cards, to_mask
-from okgin_env.rules.melds import candidate_melds_of_mask, deadwood_of_mask
+from okgin_env.rules.config import make_config
+from okgin_env.rules.infoset import InfoSet
+from okgin_env.rules.melds import candidate_melds_of_mask, deadwood_of_mask, in_some_meld
 from okgin_env.rules.round import Phase
 
 TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
@@ -97,6 +102,29 @@ def test_bots_refuse_an_observation_with_no_legal_action():
     for name in BOT_NAMES:
         with pytest.raises(ValueError, match="no legal action"):
             make_bot(name, seed=0).act(idle)
+
+
+def test_random_bot_is_also_the_batched_random_policy(positions):
+    """One uniform-random policy: ``act`` (random.Random(seed)), ``act_batch`` (numpy, seeded alike)
+    and, on a shared generator, ``act`` drawing ``generator.integers`` (GymEnv's default opponent)."""
+    from okgin_env.bots.random_bot import random_legal_actions
+
+    observations = [o for o, _ in positions[("penalty", 3)][:200]]
+    masks = np.stack([o["action_mask"] for o in observations])
+    flat = np.stack([o["observation"] for o in observations])
+    assert np.array_equal(RandomBot(seed=4).act_batch(flat, masks), random_legal_actions(masks, np.random.default_rng(4)))
+    shared = RandomBot(generator=np.random.default_rng(8))
+    twin = np.random.default_rng(8)
+    for observation in observations:
+        legal = np.flatnonzero(observation["action_mask"])
+        assert shared.act(observation) == legal[twin.integers(legal.size)]
+    seeded = RandomBot(seed=2)
+    draws = random.Random(2)
+    for observation in observations:
+        legal = np.flatnonzero(observation["action_mask"])
+        assert seeded.act(observation) == legal[draws.randrange(legal.size)]
+    with pytest.raises(ValueError, match="generator"):
+        RandomBot(generator=7)
 
 
 # ----------------------------------------------------------------------------- observation view
@@ -266,6 +294,10 @@ def test_search_samples_states_consistent_with_the_observation(positions):
             assert sample.knock_limit == state.knock_limit
             assert sample.legal_actions() == state.legal_actions()
             assert sample.dealer == (state.dealer - state.current) % num_players
+            # The search builds its states unchecked: they pass every check, and show the observer what it saw.
+            info = InfoSet.from_view(v, config)
+            assert InfoSet.of_state(sample) == info
+            info.state(sample.hands[1:], sample.stock, random.Random(0), validate=True)
             playout(sample, random.Random(0))
             assert sample.is_over
 
@@ -373,7 +405,7 @@ def test_round_state_from_parts_plays_like_the_engine():
     config = okgin_env.make_config("classic")
     rng = np.random.default_rng(3)
     original = okgin_env.RoundState(config, rng.permutation(52).tolist(), 1, rng)
-    rebuilt = round_state_from_parts(
+    rebuilt = okgin_env.RoundState.from_parts(
         config,
         hands=original.hands,
         stock=original.stock,
@@ -423,6 +455,151 @@ def test_search_rejects_bad_options():
         SearchBot(no_such_rule=1)
 
 
+def test_search_settings_are_one_frozen_checked_dataclass():
+    defaults = SearchSettings()
+    assert dataclasses.asdict(defaults) == {
+        "rollouts": 480, "max_discards": 4, "max_knocks": 2, "time_limit": None, "opponent_model": "greedy",
+        "model_scale": 0.5, "max_model_draws": 12, "infer_discard": True, "max_repair": 12, "default_bonus": 1.0,
+        "max_resamples": 1, "infer_takes": True, "consistency_tries": 8,
+    }  # fmt: skip
+    assert SearchBot().settings == defaults
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        defaults.rollouts = 3
+    bot = SearchBot(seed=1, settings=SearchSettings(rollouts=64), max_discards=3)  # names override the object
+    assert bot.settings == SearchSettings(rollouts=64, max_discards=3)
+    assert SearchSettings(rollouts=np.int64(5), model_scale=1).rollouts == 5  # numpy scalars become Python ones
+    assert type(SearchSettings(rollouts=np.int64(5)).rollouts) is int
+    with pytest.raises(ValueError, match=r"\['rollout'\] .*did you mean 'rollouts'.*rollouts \(an int >= 1; default 480\)"):
+        SearchSettings(rollout=3)
+    with pytest.raises(ValueError, match="rollouts=0 is not allowed; expected an int >= 1"):
+        dataclasses.replace(defaults, rollouts=0)
+
+
+def test_search_settings_as_an_object_or_by_name_play_alike(positions):
+    by_name = make_bot("search", seed=5, **FAST_SEARCH)
+    as_object = SearchBot(seed=5, settings=SearchSettings(**FAST_SEARCH))
+    for observation, _ in positions[("classic", 2)][:300:10]:
+        assert by_name.act(observation) == as_object.act(observation)
+
+
+CONFIG = make_config("classic")
+BAD_SETTINGS = [
+    ("search", {"rules": CONFIG, "rollout": 64}, r"unknown setting\(s\) \['rollout'\] for bot 'search'"),
+    ("search", {"rules": "classic", "rollout": 64}, r"unknown setting\(s\) \['rollout'\] for bot 'search'"),
+    ("search", {"rollouts": "abc"}, r"rollouts='abc' is not allowed; expected an int >= 1"),
+    ("search", {"time_limit": "abc"}, r"time_limit='abc' is not allowed; expected a number > 0, or None"),
+    ("search", {"time_limit": 0}, r"time_limit=0 is not allowed"),
+    ("search", {"rollouts": 1.5}, r"rollouts=1.5 is not allowed"),
+    ("search", {"rollouts": True}, r"rollouts=True is not allowed"),
+    ("search", {"max_discards": 0}, r"max_discards=0 is not allowed; expected an int >= 1"),
+    ("search", {"max_resamples": 0}, r"max_resamples=0 is not allowed"),
+    ("search", {"infer_takes": "yes"}, r"infer_takes='yes' is not allowed; expected True or False"),
+    ("search", {"default_bonus": float("nan")}, r"default_bonus=nan is not allowed; expected a number"),
+    ("search", {"opponent_model": "psychic"}, r"opponent_model='psychic' is not allowed; expected 'greedy' or 'uniform'"),
+    ("search", {"num_players": 3}, r"num_players is not a search setting"),
+    ("search", {"settings": {"rollouts": 3}}, r"settings must be a SearchSettings"),
+    ("search", {"gin_bonus": -1}, r"gin_bonus=-1 is not allowed"),
+    ("search", {"rules": "bogus"}, r"rules='bogus' is not allowed; expected a preset name"),
+    ("search", {"seed": "abc"}, r"seed='abc' is not allowed; expected an int or None"),
+    ("random", {"rollouts": 3}, r"unknown setting\(s\) \['rollouts'\] for bot 'random'; its settings: seed"),
+    ("random", {"seed": 2.5}, r"seed=2.5 is not allowed"),
+    ("random", {"rules": 3}, r"rules=3 is not allowed"),
+    ("simple", {"rule": "classic"}, r"for bot 'simple' \('rule': did you mean 'rules'\?\); its settings: seed"),
+    ("simple", {"seed": "3"}, r"seed='3' is not allowed"),
+]
+
+
+@pytest.mark.parametrize("name, settings, message", BAD_SETTINGS, ids=[f"{n}-{','.join(s)}" for n, s, _ in BAD_SETTINGS])
+def test_make_bot_checks_every_setting(name, settings, message):
+    with pytest.raises(ValueError, match=message) as error:
+        make_bot(name, **settings)
+    if "unknown setting" in message and name == "search":
+        text = str(error.value)
+        assert "rollouts (an int >= 1; default 480)" in text and "time_limit (a number > 0, or None" in text
+        assert "undercut_bonus" not in text  # the bot's settings, not the list of rule options
+
+
+def test_every_bot_accepts_the_table_rules_and_numpy_seeds():
+    """What ``okgin_env.evaluate`` passes: a seed (maybe a numpy integer) and the table's RulesConfig."""
+    env = okgin_env.raw_env()
+    env.reset(seed=4)
+    observation = env.observe(env.agent_selection)
+    for name in BOT_NAMES:
+        settings = FAST_SEARCH if name == "search" else {}
+        bot = make_bot(name, seed=np.int64(3), rules=CONFIG, **settings)
+        assert bot.act(observation) == make_bot(name, seed=3, **settings).act(observation)
+
+
+def test_search_rule_options_change_its_rules():
+    assert SearchBot(rules="penalty", gin_bonus=30).config_for(3) == make_config("penalty", num_players=3, gin_bonus=30)
+    assert SearchBot(gin_bonus=30).config_for(2) == make_config("classic", gin_bonus=30)
+    # With a RulesConfig the options apply on top of it (they used to be dropped without a word).
+    assert SearchBot(rules=CONFIG, spade_double=True).config_for(2) == make_config(CONFIG, spade_double=True)
+
+
+# ----------------------------------------------------------------------------- time budget
+
+
+def knock_position() -> dict:
+    """player_1 to discard with two knocks and several discards: both stages of the search run."""
+    env = scripted("KS KH QD JC 9S 8C 6H 4D QS JD", "7H 8H AS 2S 3S 5D 5C 5H KC 2D", "9H")
+    env.step(TAKE_DISCARD)
+    observation = env.observe("player_1")
+    assert len(SearchBot().candidates(view(observation))) > 2
+    return observation
+
+
+def test_no_sample_or_playout_starts_once_the_time_is_spent(monkeypatch):
+    """Past the deadline neither stage starts anything: the bot plays what simple would."""
+    clock = iter([0.0])  # the first reading sets the deadline; every later one is far past it
+    monkeypatch.setattr(search_module, "perf_counter", lambda: next(clock, 1e9))
+    playouts = []
+    monkeypatch.setattr(search_module, "playout", lambda state, rng: playouts.append(state) or playout(state, rng))
+    observation = knock_position()
+    bot = SearchBot(seed=0, rollouts=10**6, time_limit=0.05)
+    assert bot.act(observation) == SimpleBot(seed=0).act(observation) == KNOCK_BASE + card_id("KC")
+    assert playouts == [] and bot.last_values == {}
+
+
+def test_the_finalists_get_their_share_of_the_time(monkeypatch):
+    """The first stage may use half the time left, so the two finalists are compared on many
+    samples (with one shared deadline the first stage took it all and left them one)."""
+    ticks = iter(range(10**9))  # a clock that advances one unit per reading
+    monkeypatch.setattr(search_module, "perf_counter", lambda: float(next(ticks)))
+    bot = SearchBot(seed=0, rollouts=10**6, time_limit=400)
+    samples_per_stage = []
+    simulate = bot._simulate
+
+    def counting(v, config, actions, determinizations, deadline):
+        before = len(drawn)
+        result = simulate(v, config, actions, determinizations, deadline)
+        samples_per_stage.append((len(actions), len(drawn) - before))
+        return result
+
+    drawn = []
+    determinize = bot.determinize
+    monkeypatch.setattr(bot, "determinize", lambda v, config: drawn.append(1) or determinize(v, config))
+    monkeypatch.setattr(bot, "_simulate", counting)
+    bot.act(knock_position())
+    (candidates, first), (finalists, second) = samples_per_stage
+    assert candidates > 2 and finalists == 2
+    assert first >= 10 and second >= 10
+
+
+@pytest.mark.parametrize("table", [("classic", 2), ("penalty", 4)], ids=["classic-2p", "penalty-4p"])
+def test_search_keeps_a_tight_time_budget(positions, table):
+    """Real time, with a budget no search finishes: 0.02 s a decision stays far below 0.5 s."""
+    bot = SearchBot(seed=0, rules=table[0], rollouts=10**6, time_limit=0.02)
+    searched = 0
+    for observation, _ in positions[table][::60]:
+        start = time.perf_counter()
+        action = bot.act(observation)
+        assert time.perf_counter() - start < 0.5
+        assert action in legal(observation)
+        searched += bool(bot.last_values)
+    assert searched >= 5
+
+
 # ----------------------------------------------------------------------------- registry, seeds
 
 
@@ -431,7 +608,7 @@ def test_make_bot_names_and_errors():
     assert isinstance(make_bot("random"), RandomBot)
     assert isinstance(make_bot("simple", seed=1), SimpleBot)
     bot = make_bot("search", seed=1, rules="penalty", rollouts=12)
-    assert isinstance(bot, SearchBot) and bot.rollouts == 12
+    assert isinstance(bot, SearchBot) and bot.settings.rollouts == 12
     assert isinstance(make_bot("simple", rules="classic"), SimpleBot)  # unused options are ignored
     with pytest.raises(ValueError, match="unknown bot"):
         make_bot("clever")

@@ -20,7 +20,8 @@ At each of its decisions that has a real choice, the bot
    disagrees least (``SearchBot.inconsistencies``): a hand with which its player could have
    knocked (they did not), or a hand that melds a card its player passed or threw. Optionally
    (``max_resamples > 1``) only the previous player's hand is drawn again while it could have
-   knocked. ``opponent_model="uniform"`` deals the unseen cards uniformly.
+   knocked. ``opponent_model="uniform"`` deals the unseen cards uniformly. The engine turns each
+   guess into a round state (``okgin_env.rules.infoset.InfoSet.state``).
 3. for every determinization plays **each candidate** and then the ``simple`` policy for every
    seat to the end of the round (common random numbers: all candidates see the same
    determinizations and the same rollout tie-breaks), and plays the candidate with the best mean
@@ -32,85 +33,42 @@ At each of its decisions that has a real choice, the bot
 
 The rules options that the observation does not show (preset scoring, bonuses, ``spade_double``
 …) come from ``rules`` (a preset name or a ``RulesConfig``; default ``"classic"`` for two players
-and ``"penalty"`` for three or four). The budget is ``rollouts`` playouts per decision (spread
-over the candidates; reproducible for a seed); ``time_limit`` (seconds, optional) also stops
-sampling once reached, at the price of reproducibility. The bot keeps no memory between
-decisions: everything comes from the current observation.
+and ``"penalty"`` for three or four). The settings are one ``SearchSettings`` (checked: a wrong
+name, type or range is a ValueError). The budget is ``rollouts`` playouts per decision (spread
+over the candidates; reproducible for a seed). ``time_limit`` (seconds per decision, off by
+default) is a budget the bot keeps as well: a new sample starts only if, at the pace of the
+samples before it, it ends in time, and no playout starts once the time is spent (the first
+stage may use half of it), so a decision runs over by little more than the playout under way;
+with it, how far the search gets depends on the machine's speed, so decisions are no longer
+reproducible. The bot keeps no memory between decisions: everything comes from the current
+observation.
 """
 
 from __future__ import annotations
 
-import copy
 import random
-import time
+from dataclasses import replace
+from time import perf_counter
+from typing import Any
 
 import numpy as np
 
+from ..observation import ObservationView, view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from ..rules.cards import FULL_DECK_MASK, NUM_RANKS, from_mask, to_mask
-from ..rules.config import RulesConfig, make_config
-from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
+from ..rules.config import OPTION_NAMES, RulesConfig, make_config
+from ..rules.infoset import InfoSet
+from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask, in_some_meld
 from ..rules.round import Phase, RoundState
-from ._view import ObservationView, view
-from .simple import in_some_meld, simple_action_for_state
-
-
-def round_state_from_parts(
-    config: RulesConfig,
-    *,
-    hands: list[int],
-    stock: list[int],
-    discard_pile: list[int],
-    upcard: int,
-    knock_limit: int,
-    dealer: int,
-    current: int,
-    phase: Phase,
-    taken_card: int = -1,
-    known: list[int] | None = None,
-    passed: list[int] | None = None,
-    offers_declined: int = 0,
-    must_draw_stock: bool = False,
-    discards: int = 0,
-    reshuffles: int = 0,
-    rng: np.random.Generator | None = None,
-) -> RoundState:
-    """A ``RoundState`` built from its parts (hands as masks; ``stock`` top last; pile bottom first).
-
-    The state is made by the engine's constructor (so every field exists) and then overwritten.
-    """
-    n = config.num_players
-    state = RoundState(config, list(range(52)), dealer, rng)
-    state.hands = list(hands)
-    state.stock = list(stock)
-    state.discard_pile = list(discard_pile)
-    state.upcard = upcard
-    state.knock_limit = knock_limit
-    state.phase = phase
-    state.current = current
-    state.taken_card = taken_card
-    state.known = list(known) if known is not None else [0] * n
-    state.passed = list(passed) if passed is not None else [0] * n
-    state.offers_declined = offers_declined
-    state.must_draw_stock = must_draw_stock
-    state.discards = discards
-    state.reshuffles = reshuffles
-    state.history = []
-    state.outcome = None
-    state._legal = None
-    return state
-
-
-def _copy_state(state: RoundState) -> RoundState:
-    """A copy for one playout (cheaper than ``RoundState.clone``: the random generator is shared)."""
-    other = copy.copy(state)
-    other.hands = list(state.hands)
-    other.stock = list(state.stock)
-    other.discard_pile = list(state.discard_pile)
-    other.known = list(state.known)
-    other.passed = list(state.passed)
-    other.history = []
-    return other
+from .settings import (
+    COMMON_SETTINGS,
+    SEARCH_SETTING_NAMES,
+    SearchSettings,
+    check_rules,
+    check_seed,
+    unknown_settings_error,
+)
+from .simple import simple_action_for_state
 
 
 def playout(state: RoundState, rng: random.Random) -> RoundState:
@@ -192,8 +150,18 @@ def _complete_melds(known: int, slots: int, pool: list[int], rng: random.Random)
     return hand
 
 
+#: Rule options that change the bot's rules (``num_players`` is read from each observation).
+RULE_OPTIONS = tuple(name for name in OPTION_NAMES if name not in ("rules", "num_players"))
+
+
 class SearchBot:
-    """Determinized Monte Carlo search with simple rollouts (see the module docstring)."""
+    """Determinized Monte Carlo search with simple rollouts (see the module docstring).
+
+    ``SearchBot(seed=None, rules=None, settings=None, **options)``: ``settings`` a
+    ``SearchSettings`` (default: the defaults), ``options`` its fields by name (they override
+    ``settings``) and rule options (``gin_bonus=...``: they change ``rules``). Anything else, or a
+    value of the wrong type or out of range, raises a ValueError listing the settings.
+    """
 
     name = "search"
 
@@ -201,46 +169,37 @@ class SearchBot:
         self,
         seed: int | None = None,
         rules: str | RulesConfig | None = None,
-        rollouts: int = 480,
-        max_discards: int = 4,
-        max_knocks: int = 2,
-        time_limit: float | None = None,
-        opponent_model: str = "greedy",
-        model_scale: float = 0.5,
-        max_model_draws: int = 12,
-        infer_discard: bool = True,
-        max_repair: int = 12,
-        default_bonus: float = 1.0,
-        max_resamples: int = 1,
-        infer_takes: bool = True,
-        consistency_tries: int = 8,
-        **rule_options,
+        settings: SearchSettings | None = None,
+        **options: Any,
     ):
-        if rollouts < 1:
-            raise ValueError(f"rollouts must be >= 1, got {rollouts}")
+        seed = check_seed(seed)
+        rules = check_rules(rules)
+        if settings is None:
+            settings = SearchSettings()
+        elif not isinstance(settings, SearchSettings):
+            raise ValueError(f"settings must be a SearchSettings, got {type(settings).__name__}")
+        changes = {k: v for k, v in options.items() if k in SEARCH_SETTING_NAMES}
+        rule_options = {k: v for k, v in options.items() if k not in changes}
+        if "num_players" in rule_options:
+            raise ValueError("num_players is not a search setting: the bot reads the player count from the observation")
+        unknown = [k for k in rule_options if k not in RULE_OPTIONS]
+        if unknown:
+            raise unknown_settings_error(
+                "search",
+                unknown,
+                [*SEARCH_SETTING_NAMES, "seed", "rules", "settings"],
+                f"{COMMON_SETTINGS}, settings (a SearchSettings), {SearchSettings.describe()}; "
+                "rule options such as gin_bonus are also accepted and change rules",
+            )
+        self.settings = replace(settings, **changes) if changes else settings
         self.rng = random.Random(seed)
         self.np_rng = np.random.default_rng(self.rng.getrandbits(64))
+        if isinstance(rules, RulesConfig) and rule_options:
+            rules, rule_options = make_config(rules, **rule_options), {}  # checked like any derived config
+        elif not isinstance(rules, RulesConfig):
+            make_config(rules or "classic", **rule_options)  # bad rule values fail here
         self.rules = rules
         self.rule_options = rule_options
-        if not isinstance(rules, RulesConfig):
-            make_config(rules or "classic", **rule_options)  # unknown options and bad values fail here
-        self.rollouts = rollouts
-        self.max_discards = max_discards
-        self.max_knocks = max_knocks
-        self.time_limit = time_limit
-        if opponent_model not in ("uniform", "greedy"):
-            raise ValueError(f"opponent_model={opponent_model!r}; allowed: uniform, greedy")
-        self.opponent_model = opponent_model
-        self.model_scale = model_scale
-        self.max_model_draws = max_model_draws
-        self.infer_discard = infer_discard
-        self.max_repair = max_repair
-        self.default_bonus = default_bonus
-        self.max_resamples = max_resamples
-        self.infer_takes = infer_takes
-        if consistency_tries < 1:
-            raise ValueError(f"consistency_tries must be >= 1, got {consistency_tries}")
-        self.consistency_tries = consistency_tries
         self._configs: dict[int, RulesConfig] = {}
         self.last_values: dict[int, float] = {}  # mean value per candidate of the last search
 
@@ -259,19 +218,18 @@ class SearchBot:
 
     # ------------------------------------------------------------------ policy
     def act(self, observation: dict) -> int:
+        limit = self.settings.time_limit
+        deadline = None if limit is None else perf_counter() + limit  # the budget includes decoding
         v = view(observation)
         if not v.legal:
             raise ValueError("no legal action: this observation is not for the agent to act")
-        return self._choose(v)
-
-    def _choose(self, v: ObservationView) -> int:
         self.last_values = {}
         if len(v.legal) == 1:
             return v.legal[0]
         candidates = self.candidates(v)
         if len(candidates) == 1:
             return candidates[0]
-        return self.search(v, candidates)
+        return self.search(v, candidates, deadline=deadline)
 
     def candidates(self, v: ObservationView) -> list[int]:
         """The actions worth searching (a single one when the choice is obvious)."""
@@ -282,11 +240,11 @@ class SearchBot:
         if knocks and knocks[0][0] == 0:
             return [KNOCK_BASE + knocks[0][1]]  # gin: nothing beats it
         discards = sorted((deadwood_of_mask(hand & ~(1 << c)), -(c % 13), c) for c in v.legal_discards())
-        chosen = [KNOCK_BASE + c for _, c in knocks[: self.max_knocks]]
-        chosen += [DISCARD_BASE + c for _, _, c in discards[: self.max_discards]]
+        chosen = [KNOCK_BASE + c for _, c in knocks[: self.settings.max_knocks]]
+        chosen += [DISCARD_BASE + c for _, _, c in discards[: self.settings.max_discards]]
         return chosen
 
-    def search(self, v: ObservationView, candidates: list[int]) -> int:
+    def search(self, v: ObservationView, candidates: list[int], *, deadline: float | None = None) -> int:
         """Pick among ``candidates`` by simulation; with more than two, in two stages.
 
         Taking the best of several noisy means favours the noisiest candidates (the winner's
@@ -294,50 +252,77 @@ class SearchBot:
         discards whose futures are simulated. So half the budget picks two finalists (the best
         knock and the best discard when both kinds are there, else the best two), and the other
         half compares only those two, on fresh determinizations.
+
+        ``deadline`` (a ``time.perf_counter()`` value; default: now plus ``time_limit``, if set)
+        stops sampling: the first stage may use half of the time left, the finalists the rest.
+        Candidates come in the engine's least-deadwood order; a stage that the time leaves
+        without a single full sample falls back on that order, and without any sample the bot
+        plays what ``simple`` would.
         """
+        settings = self.settings
         config = self.config_for(v.num_players)
-        deadline = None if self.time_limit is None else time.perf_counter() + self.time_limit
+        if deadline is None and settings.time_limit is not None:
+            deadline = perf_counter() + settings.time_limit
         default = self.default_action(v, candidates)
         values: dict[int, float] = {}
         finalists = candidates
-        budget = self.rollouts
+        budget = settings.rollouts
         if len(candidates) > 2:
-            first = self._simulate(v, config, candidates, max(1, budget // 2 // len(candidates)), deadline)
+            half_time = None if deadline is None else (perf_counter() + deadline) / 2
+            first = self._simulate(v, config, candidates, max(1, budget // 2 // len(candidates)), half_time)
             values.update(first)
             knocks = [a for a in candidates if a >= KNOCK_BASE]
             discards = [a for a in candidates if a < KNOCK_BASE]
+            order = first.get if first else (lambda a: -candidates.index(a))
             if knocks and discards:
-                finalists = [max(knocks, key=first.get), max(discards, key=first.get)]
+                finalists = [max(knocks, key=order), max(discards, key=order)]
             else:
-                finalists = sorted(candidates, key=first.get, reverse=True)[:2]
+                finalists = sorted(candidates, key=order, reverse=True)[:2]
             budget -= len(candidates) * max(1, budget // 2 // len(candidates))
         second = self._simulate(v, config, finalists, max(1, budget // len(finalists)), deadline)
         values.update(second)
         self.last_values = values
-        bonus = self.default_bonus
-        scores = [second[a] + (bonus if a == default else 0.0) for a in finalists]
+        scored = second or values  # the first stage's means when the time ran out before a final sample
+        if not scored:
+            return default
+        bonus = settings.default_bonus
+        scores = [scored[a] + (bonus if a == default else 0.0) for a in finalists]
         # Ties go to the first finalist: the engine's least-deadwood order.
         return finalists[scores.index(max(scores))]
 
     def _simulate(
         self, v: ObservationView, config: RulesConfig, actions: list[int], determinizations: int, deadline: float | None
     ) -> dict[int, float]:
-        """Mean round reward of each action over the same ``determinizations`` sampled states."""
+        """Mean round reward of each action over the same ``determinizations`` sampled states.
+
+        With a ``deadline``, a new sample starts only if one more, at the mean pace so far, ends
+        before it, and past it no playout starts; a sample that not every action was played on
+        is dropped (all actions see the same samples), so the result may be empty.
+        """
         totals = [0.0] * len(actions)
         done = 0
+        started = perf_counter() if deadline is not None else 0.0
         for _ in range(determinizations):
+            if deadline is not None:
+                now = perf_counter()
+                if now > deadline or (done and now + (now - started) / done > deadline):
+                    break
             base = self.determinize(v, config)
             seed = self.rng.getrandbits(32)
-            for i, action in enumerate(actions):
-                state = _copy_state(base)
+            rewards = []
+            for action in actions:
+                if deadline is not None and perf_counter() > deadline:
+                    break
+                state = base.copy()
                 state.apply(action)
                 playout(state, random.Random(seed))
-                assert state.outcome is not None
-                totals[i] += state.outcome.rewards[0]
-            done += 1
-            if deadline is not None and time.perf_counter() > deadline:
+                rewards.append(state.outcome.rewards[0])
+            if len(rewards) < len(actions):
                 break
-        return {a: t / done for a, t in zip(actions, totals)}
+            for i, reward in enumerate(rewards):
+                totals[i] += reward
+            done += 1
+        return {a: t / done for a, t in zip(actions, totals)} if done else {}
 
     def default_action(self, v: ObservationView, candidates: list[int]) -> int | None:
         """What ``simple`` would play here (it gets ``default_bonus`` points: deviating from it on
@@ -353,10 +338,10 @@ class SearchBot:
     def _sample_hands(self, v: ObservationView, config: RulesConfig) -> tuple[list[int], list[int]]:
         """Hands for every seat and the stock (top last): of ``consistency_tries`` samples, the first
         that breaks none of the checks of ``inconsistencies`` (else the one that breaks fewest)."""
-        if self.consistency_tries == 1:
+        if self.settings.consistency_tries == 1:
             return self._sample_hands_once(v, config)
         best = None
-        for _ in range(self.consistency_tries):
+        for _ in range(self.settings.consistency_tries):
             hands, stock = self._sample_hands_once(v, config)
             count = self.inconsistencies(v, hands)
             if best is None or count < best[0]:
@@ -395,10 +380,12 @@ class SearchBot:
         rng.shuffle(unseen)
         hand_size = config.hand_size
         draws = 0
-        last_discard = self._last_discard(v) if self.infer_discard else -1
-        if self.opponent_model == "greedy":
+        settings = self.settings
+        last_discard = self._last_discard(v) if settings.infer_discard else -1
+        if settings.opponent_model == "greedy":
             initial_stock = 52 - n * hand_size - 1
-            draws = min(self.max_model_draws, int(self.model_scale * max(0, initial_stock - v.stock_size) / n + 0.5))
+            turns = max(0, initial_stock - v.stock_size) / n
+            draws = min(settings.max_model_draws, int(settings.model_scale * turns + 0.5))
         # A player takes a face-up card to meld it: first give each card an opponent took a meld
         # (for every opponent before any hand is filled, so that no partner is dealt away).
         melded = list(hands)
@@ -406,14 +393,14 @@ class SearchBot:
             need = hand_size - hands[k].bit_count()
             if need < 0:
                 raise ValueError(f"opponent {k} is shown holding more than {hand_size} cards")
-            if self.infer_takes and hands[k]:
+            if settings.infer_takes and hands[k]:
                 melded[k] = _complete_melds(hands[k], need, unseen, rng)
         for k in range(1, n):
             known = hands[k]
             need = hand_size - known.bit_count()
             inferring = k == n - 1 and last_discard >= 0 and need > 0
             hand = melded[k]
-            for attempt in range(self.max_resamples if inferring else 1):
+            for attempt in range(settings.max_resamples if inferring else 1):
                 if attempt:
                     unseen.extend(from_mask(hand & ~melded[k]))  # put the rejected guess back
                     rng.shuffle(unseen)
@@ -429,7 +416,7 @@ class SearchBot:
                 # (a few more greedy turns until it is), and they did not knock, so their deadwood
                 # is above the knock limit.
                 steps = 0
-                while steps < self.max_repair and deadwood_of_mask(hand) > best_discard_deadwood_of_mask(
+                while steps < settings.max_repair and deadwood_of_mask(hand) > best_discard_deadwood_of_mask(
                     hand | 1 << last_discard
                 ):
                     hand = _greedy_draws(hand, fixed, unseen, 1, rng)
@@ -458,35 +445,13 @@ class SearchBot:
 
     def determinize(self, v: ObservationView, config: RulesConfig) -> RoundState:
         """One full round state consistent with the observation; the observer is seat 0."""
-        n = v.num_players
         hands, stock = self._sample_hands(v, config)
         if len(stock) != v.stock_size:
             raise ValueError(
                 f"the observation is inconsistent: {len(stock)} unseen cards left for a stock of {v.stock_size}"
             )
-        below_top = from_mask(v.discard_pile & ~(1 << v.discard_top)) if v.discard_top >= 0 else []
-        self.rng.shuffle(below_top)
-        pile = below_top + ([v.discard_top] if v.discard_top >= 0 else [])
-        phase = v.phase
-        return round_state_from_parts(
-            config,
-            hands=hands,
-            stock=stock,
-            discard_pile=pile,
-            upcard=v.upcard,
-            knock_limit=v.knock_limit,
-            dealer=(-v.seat_from_dealer) % n,
-            current=0,
-            phase=phase,
-            taken_card=v.taken_card if phase is Phase.DISCARD else -1,
-            known=[0] + list(v.opponent_known),
-            passed=[0] + list(v.opponent_passed),
-            offers_declined=(v.seat_from_dealer - 1) % n if phase is Phase.OFFER else 0,
-            must_draw_stock=phase is Phase.DRAW and TAKE_DISCARD not in v.legal,
-            discards=max(0, v.discard_pile.bit_count() - 1),
-            reshuffles=v.reshuffles,
-            rng=self.np_rng,
-        )
+        # The samplers deal exactly the unseen cards, as a test checks: no need to check each state.
+        return InfoSet.from_view(v, config).state(hands[1:], stock, self.rng, engine_rng=self.np_rng, validate=False)
 
 
-__all__ = ["SearchBot", "playout", "round_state_from_parts"]
+__all__ = ["RULE_OPTIONS", "SearchBot", "SearchSettings", "playout"]

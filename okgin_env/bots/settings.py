@@ -1,0 +1,149 @@
+"""The bots' settings, each with its type and range, checked when a bot is made.
+
+Every bot takes ``seed`` (an int, or None for a fresh random one) and ``rules`` (the table's
+rules: a preset name or a ``RulesConfig``; ``random`` and ``simple`` accept it and ignore it, so
+that callers such as ``okgin_env.evaluate`` may pass it to every bot). ``search`` also takes the
+fields of ``SearchSettings``. An unknown name, a wrong type or a value out of range raises a
+ValueError that names the setting, says what it expects and lists that bot's settings, also for a
+value that arrives as text from a command line (``search:rollouts=abc``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from ..rules.config import PRESETS, RulesConfig
+
+COMMON_SETTINGS = "seed (an int or None), rules (a preset name or a RulesConfig)"
+
+
+def check_seed(seed: Any) -> int | None:
+    """``seed`` as an int (numpy integers accepted) or None; ValueError otherwise."""
+    if seed is None:
+        return None
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
+        return int(seed)
+    raise ValueError(f"seed={seed!r} is not allowed; expected an int or None")
+
+
+def check_rules(rules: Any) -> str | RulesConfig | None:
+    """``rules`` if it is None, a preset name or a ``RulesConfig``; ValueError otherwise."""
+    if rules is None or isinstance(rules, RulesConfig) or (isinstance(rules, str) and rules in PRESETS):
+        return rules
+    raise ValueError(f"rules={rules!r} is not allowed; expected a preset name ({', '.join(PRESETS)}) or a RulesConfig")
+
+
+def unknown_settings_error(bot: str, unknown: list[str], allowed: list[str], allowed_text: str) -> ValueError:
+    """The error for setting names a bot does not have, with a close match if there is one."""
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, allowed, n=1)
+        if close:
+            hints.append(f"{name!r}: did you mean {close[0]!r}?")
+    hint = f" ({'; '.join(hints)})" if hints else ""
+    return ValueError(f"unknown setting(s) {sorted(unknown)} for bot {bot!r}{hint}; its settings: {allowed_text}")
+
+
+def _setting(default: Any, kind: type, *, low: float | None = None, above: float | None = None,
+             choices: tuple = (), optional: bool = False) -> Any:  # fmt: skip
+    """A field of a settings dataclass with its type and range (``low`` inclusive, ``above`` exclusive)."""
+    metadata = {"kind": kind, "low": low, "above": above, "choices": choices, "optional": optional}
+    return field(default=default, metadata=metadata)
+
+
+def _expected(meta: dict) -> str:
+    kind = meta["kind"]
+    if meta["choices"]:
+        text = " or ".join(repr(c) for c in meta["choices"])
+    elif kind is bool:
+        text = "True or False"
+    else:
+        text = "an int" if kind is int else "a number"
+        if meta["low"] is not None:
+            text += f" >= {meta['low']}"
+        if meta["above"] is not None:
+            text += f" > {meta['above']}"
+    return text + (", or None" if meta["optional"] else "")
+
+
+def _checked(name: str, value: Any, meta: dict) -> Any:
+    """``value`` normalised (numpy scalars to Python ones), or ValueError naming the setting."""
+    kind = meta["kind"]
+    ok = False
+    if value is None:
+        ok = meta["optional"]
+    elif kind is bool:
+        ok = isinstance(value, (bool, np.bool_))
+    elif isinstance(value, (bool, np.bool_)):
+        ok = False
+    elif kind is int:
+        ok = isinstance(value, (int, np.integer))
+    elif kind is float:
+        ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+    elif kind is str:
+        ok = value in meta["choices"]
+    if ok and value is not None and kind in (int, float):
+        number = kind(value)
+        ok = (meta["low"] is None or number >= meta["low"]) and (meta["above"] is None or number > meta["above"])
+    if not ok:
+        raise ValueError(f"{name}={value!r} is not allowed; expected {_expected(meta)}")
+    return kind(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The ``search`` bot's settings (see ``okgin_env.bots.search`` for what each one does); frozen,
+    checked when made: an unknown name, a wrong type or a value out of range raises a ValueError."""
+
+    #: Playouts per decision, spread over the candidate actions (reproducible for a seed).
+    rollouts: int = _setting(480, int, low=1)
+    #: Plain discards searched: those leaving the least deadwood.
+    max_discards: int = _setting(4, int, low=1)
+    #: Knocks searched: those leaving the least deadwood.
+    max_knocks: int = _setting(2, int, low=0)
+    #: Seconds per decision; the search stops sampling when they are spent (None: no limit, reproducible).
+    time_limit: float | None = _setting(None, float, above=0, optional=True)
+    #: How unseen cards are dealt to the opponents: "greedy" (hands that kept their best cards) or "uniform".
+    opponent_model: str = _setting("greedy", str, choices=("greedy", "uniform"))
+    #: Greedy model: turns played per sampled hand, as a fraction of the turns the opponent has had.
+    model_scale: float = _setting(0.5, float, low=0)
+    #: Greedy model: at most this many turns per sampled hand.
+    max_model_draws: int = _setting(12, int, low=0)
+    #: Improve the previous player's hand until the card they just threw is one of its best discards.
+    infer_discard: bool = _setting(True, bool)
+    #: ``infer_discard``: at most this many extra greedy turns.
+    max_repair: int = _setting(12, int, low=0)
+    #: Points added to the value of the action ``simple`` would play.
+    default_bonus: float = _setting(1.0, float)
+    #: Draws of the previous player's hand while it could have knocked (1: no redraw).
+    max_resamples: int = _setting(1, int, low=1)
+    #: Give every card an opponent took from the pile a meld in their sampled hand.
+    infer_takes: bool = _setting(True, bool)
+    #: Samples drawn per determinization, keeping the one most consistent with what the opponents did.
+    consistency_tries: int = _setting(8, int, low=1)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> SearchSettings:
+        # Names first, so that a typo is a ValueError listing the settings, not a TypeError.
+        unknown = [name for name in kwargs if name not in SEARCH_SETTING_NAMES]
+        if unknown or len(args) > len(SEARCH_SETTING_NAMES):
+            unknown = unknown or ["(too many positional values)"]
+            raise unknown_settings_error("search", unknown, list(SEARCH_SETTING_NAMES), cls.describe())
+        return super().__new__(cls)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, _checked(f.name, getattr(self, f.name), f.metadata))
+
+    @classmethod
+    def describe(cls) -> str:
+        """Every setting with what it expects and its default, for error messages and help texts."""
+        described = [f for f in fields(cls) if f.default is not MISSING]
+        return ", ".join(f"{f.name} ({_expected(f.metadata)}; default {f.default!r})" for f in described)
+
+
+SEARCH_SETTING_NAMES = tuple(f.name for f in fields(SearchSettings))
