@@ -129,7 +129,9 @@ class Game:
         n = self.env.config.num_players
         if not 0 <= seat < n:
             raise ValueError(f"seat must be in 0..{n - 1}, got {seat}")
-        check_spec(opponent)
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        check_spec(opponent, self.env.config)
         self.seat = seat
         self.seed = seed
         self.reset_options = {k: v for k, v in (("deck", deck), ("dealer", dealer)) if v is not None}
@@ -162,6 +164,8 @@ class Game:
                 state = env.round_state
                 if agent == self.human:
                     action = self.ask(state)
+                    if action == TAKE_DISCARD:
+                        self.print(self.describe(state, self.seat, action))
                 else:
                     action = int(self.policies[agent].act(env.observe(agent)))
                     self.print(self.describe(state, state.current, action))
@@ -287,30 +291,32 @@ class Game:
             return None, f"cannot read a card in {line.strip()!r}; a card is a rank A 2-9 T J Q K and a suit S H D C, e.g. TD"
         if not hand >> card & 1:
             return None, f"you do not hold {card_str(card)}"
-        if card == state.taken_card and not state.config.allow_discard_taken:
+        if not state.discardable() >> card & 1:  # held but not throwable: the card just taken (the rules say)
             return None, f"you just took {card_str(card)} from the discard pile, so you may not discard it this turn"
         if kind == "discard":
             return DISCARD_BASE + card, ""
-        left = deadwood(_cards(hand & ~(1 << card)))
-        if left > state.knock_limit:
+        if KNOCK_BASE + card not in state.legal_actions():
+            left = deadwood(_cards(hand & ~(1 << card)))
             limit = "gin only (Ace upcard)" if state.knock_limit == 0 else f"the knock limit is {state.knock_limit}"
             return None, f"knocking with {card_str(card)} leaves {left} deadwood; {limit}"
         return KNOCK_BASE + card, ""
 
     # ------------------------------------------------------------------ what the table sees
     def describe(self, state: RoundState, seat: int, action: int) -> str:
+        """The move as the table sees it, before it is played (``You take 9H ...`` for the human)."""
         who = self.title(seat)
+        s = "" if seat == self.seat else "s"  # You take / player_1 takes
         top = card_str(state.discard_top) if state.discard_pile else "?"
         if action == DRAW_STOCK:
-            return f"{who} draws from the stock."
+            return f"{who} draw{s} from the stock."
         if action == TAKE_DISCARD:
             what = f"the upcard {top}" if state.phase is Phase.OFFER else f"{top} from the discard pile"
-            return f"{who} takes {what}."
+            return f"{who} take{s} {what}."
         if action == PASS:
-            return f"{who} passes on the upcard {top}."
+            return f"{who} pass{'es' if s else ''} on the upcard {top}."
         if action >= KNOCK_BASE:
-            return f"{who} knocks (a card face down)."
-        return f"{who} discards {card_str(action - DISCARD_BASE)}."
+            return f"{who} knock{s} (a card face down)."
+        return f"{who} discard{s} {card_str(action - DISCARD_BASE)}."
 
     def show_showdown(self, outcome: RoundOutcome) -> None:
         p = self.print

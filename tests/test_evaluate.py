@@ -7,20 +7,23 @@ import json
 import math
 import subprocess
 import sys
-import types
 
 import pytest
 from gymnasium.utils import seeding
 
 import okgin_env
 from okgin_env.bots import SimpleBot
+from okgin_env import policy_loaders
 from okgin_env.evaluate import (
     EvalResults,
+    EvaluationInterrupted,
+    PolicyLoadError,
     evaluate,
     main,
     make_tasks,
     parse_spec,
     play_game,
+    register_policy_loader,
     wilson_interval,
 )
 from okgin_env.rules.match import MatchState
@@ -165,7 +168,30 @@ def test_round_robin_has_every_pair():
     assert "s vs t" in results.table()
 
 
-def test_policy_specs_factories_objects_and_checkpoints(tmp_path, monkeypatch):
+@pytest.fixture
+def no_loaders(monkeypatch):
+    """No registered loader and no entry point: each test registers what it needs."""
+    monkeypatch.setattr(policy_loaders, "_LOADERS", {})
+    monkeypatch.setattr(policy_loaders, "_LOADED", {})
+    monkeypatch.setattr(policy_loaders, "_entry_points", dict)
+
+
+class FirstLegal:
+    """A deterministic policy: the lowest legal action (it never knocks)."""
+
+    def __init__(self, seed=None):
+        pass
+
+    def act(self, observation):
+        return int(observation["action_mask"].argmax())
+
+
+def first_legal_from_file(path):
+    """A policy loader at module level, so that worker processes can unpickle it."""
+    return FirstLegal()
+
+
+def test_policy_specs_factories_and_objects():
     seeds = []
 
     def factory(seed):
@@ -173,24 +199,119 @@ def test_policy_specs_factories_objects_and_checkpoints(tmp_path, monkeypatch):
         return SimpleBot(seed=seed)
 
     evaluate([factory, SimpleBot(seed=1)], matches=2, seed=0, **QUICK)
-    assert len(seeds) == 2 and seeds[0] != seeds[1]
+    assert len(seeds) == 2 and seeds[0] != seeds[1]  # a factory is called per game only
 
+
+def test_checkpoints_load_through_the_registered_loader(tmp_path, no_loaders):
     checkpoint = tmp_path / "policy.pt"
     checkpoint.write_bytes(b"not really a checkpoint")
-    fake = types.ModuleType("training.policy")
     loaded = []
-    fake.load_policy = lambda path: loaded.append(path) or SimpleBot(seed=0)
-    monkeypatch.setitem(sys.modules, "training.policy", fake)
+    register_policy_loader(".pt", lambda path: loaded.append(path) or SimpleBot(seed=0))
     results = evaluate([str(checkpoint), "random"], matches=2, seed=0, **QUICK)
-    assert loaded == [str(checkpoint)]  # loaded once, cached
+    assert loaded == [str(checkpoint)]  # loaded once (checked in this process, then reused)
     assert results.pairs[0].a == str(checkpoint)
-
-    monkeypatch.setitem(sys.modules, "training.policy", None)  # import fails
-    monkeypatch.setattr("okgin_env.evaluate._CHECKPOINTS", {})
-    with pytest.raises(ImportError, match="training.policy.load_policy is not importable"):
-        evaluate([str(checkpoint), "random"], matches=2, **QUICK)
     with pytest.raises(FileNotFoundError):
         evaluate([str(tmp_path / "missing.pt"), "random"], matches=2, **QUICK)
+
+
+def test_a_checkpoint_without_a_loader_says_what_to_install(tmp_path, no_loaders):
+    checkpoint = tmp_path / "policy.pt"
+    checkpoint.write_bytes(b"x")
+    with pytest.raises(PolicyLoadError, match=r"no policy loader handles '\.pt' files; install the training extras: pip install -e '\.\[train\]'"):
+        evaluate([str(checkpoint), "random"], matches=2, **QUICK)
+    assert main([str(checkpoint), "random", "--matches", "2", "--no-progress"]) == 2
+
+
+def test_checkpoints_load_through_the_entry_point(tmp_path, no_loaders, monkeypatch):
+    checkpoint = tmp_path / "policy.pt"
+    checkpoint.write_bytes(b"x")
+
+    class Point:
+        value = "somewhere:load_policy"
+
+        def __init__(self, loader):
+            self.loader = loader
+
+        def load(self):
+            return self.loader()
+
+    monkeypatch.setattr(policy_loaders, "_entry_points", lambda: {".pt": Point(lambda: first_legal_from_file)})
+    assert evaluate([str(checkpoint), "random"], matches=2, **QUICK).pairs[0].games == 2
+
+    def missing_torch():
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+    monkeypatch.setattr(policy_loaders, "_LOADED", {})
+    monkeypatch.setattr(policy_loaders, "_entry_points", lambda: {".pt": Point(missing_torch)})
+    with pytest.raises(PolicyLoadError, match=r"somewhere:load_policy cannot be imported \(No module named 'torch'\); install"):
+        evaluate([str(checkpoint), "random"], matches=2, **QUICK)
+
+
+def test_the_installed_entry_point_names_the_training_loader():
+    from importlib.metadata import entry_points
+
+    points = {point.name: point.value for point in entry_points(group="okgin.policy_loaders")}
+    assert points.get("pt") == "okgin_training:load_policy"
+
+
+def test_a_loader_that_fails_is_reported_with_the_file(tmp_path, no_loaders):
+    checkpoint = tmp_path / "broken.pt"
+    checkpoint.write_bytes(b"x")
+
+    def broken(path):
+        raise RuntimeError("bad magic number")
+
+    register_policy_loader(".pt", broken)
+    with pytest.raises(PolicyLoadError, match=r"broken\.pt'.*RuntimeError: bad magic number"):
+        evaluate([str(checkpoint), "random"], matches=2, **QUICK)
+    register_policy_loader(".pt", lambda path: object())
+    with pytest.raises(PolicyLoadError, match="has no act"):
+        evaluate([str(checkpoint), "random"], matches=2, **QUICK)
+    for suffix, loader in (("pt", broken), (".", broken), (".pt", "not callable")):
+        with pytest.raises(ValueError):
+            register_policy_loader(suffix, loader)
+
+
+def test_a_loader_is_told_the_rules_of_the_game(tmp_path, no_loaders):
+    checkpoint = tmp_path / "policy.pt"
+    checkpoint.write_bytes(b"x")
+    told = []
+    register_policy_loader(".pt", lambda path, rules=None: told.append(rules) or FirstLegal())
+    evaluate([str(checkpoint), "random"], matches=3, rules="penalty", num_players=3, **QUICK)
+    assert told == [okgin_env.make_config("penalty", num_players=3)]  # checked, then reused
+
+
+def test_the_table_names_policy_files_by_their_file_name_when_unambiguous(tmp_path, no_loaders):
+    register_policy_loader(".pt", first_legal_from_file)
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "best.pt").write_bytes(b"x")
+    one, two = str(tmp_path / "one" / "best.pt"), str(tmp_path / "two" / "best.pt")
+    table = evaluate([one, "random"], matches=2, **QUICK).table()
+    assert "best.pt vs random" in table and str(tmp_path) not in table
+    both = evaluate([one, two], matches=2, **QUICK)
+    assert f"{one} vs {two}" in both.table() and both.pairs[0].a == one
+
+
+def test_worker_processes_get_the_registered_loaders(tmp_path, no_loaders):
+    checkpoint = tmp_path / "policy.pt"
+    checkpoint.write_bytes(b"x")
+    register_policy_loader(".pt", first_legal_from_file)
+    inline = evaluate([str(checkpoint), "random"], matches=2, seed=1, workers=1, **QUICK)
+    pooled = evaluate([str(checkpoint), "random"], matches=2, seed=1, workers=2, **QUICK)
+    assert strip_timing(inline.records) == strip_timing(pooled.records)
+
+
+def test_evaluate_never_imports_training():
+    code = (
+        "import sys, okgin_env.evaluate, okgin_env.play\n"
+        "from okgin_env.evaluate import evaluate\n"
+        "evaluate(['simple', 'random'], matches=2, episode='round', progress=False)\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('training', 'okgin_training', 'torch'))\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 def test_bad_arguments_fail_early():
@@ -202,6 +323,71 @@ def test_bad_arguments_fail_early():
         evaluate(["simple", "random"], episode="season", progress=False)
     with pytest.raises(ValueError):
         evaluate(["simple", "random"], matches=0, progress=False)
+
+
+def test_a_setting_given_twice_or_owned_by_the_game_is_refused():
+    with pytest.raises(ValueError, match="'rollouts' is given twice"):
+        parse_spec("search:rollouts=4,rollouts=8")
+    for spec, name in (("random:seed=3", "seed"), ("search:rules='penalty'", "rules"), ("simple:gin_bonus=30", "gin_bonus")):
+        with pytest.raises(ValueError, match=f"'{name}' cannot be set in a policy spec"):
+            evaluate([spec, "simple"], matches=2, **QUICK)
+
+
+def test_every_spec_is_built_before_any_game(monkeypatch):
+    def no_game(task):
+        raise AssertionError("a game was played before the specs were checked")
+
+    monkeypatch.setattr("okgin_env.evaluate.play_game", no_game)
+    for spec in ("search:rolouts=32", "search:rollouts=abc", "search:time_limit=abc", "random:seed=3", "search:rollouts"):
+        with pytest.raises(ValueError, match="rolouts|rollouts|time_limit|seed"):
+            evaluate(["simple", spec], matches=2, **QUICK)
+
+
+def test_max_rounds_ends_an_endless_match_as_a_draw():
+    results = evaluate([FirstLegal, FirstLegal], matches=2, seed=0, progress=False, max_rounds=3)  # never knock
+    pair = results.pairs[0]
+    assert (pair.games, pair.draws, pair.rounds) == (2, 2, 6)
+    assert results.settings["max_rounds"] == 3
+    assert [rec["rounds"] for rec in results.records] == [3, 3]
+    for bad in (0, -1, True, 2.5):
+        with pytest.raises(ValueError, match="max_rounds"):
+            evaluate(["simple", "random"], matches=2, max_rounds=bad, progress=False)
+
+
+class StopAtGame:
+    """A factory whose third policy is stopped by Ctrl-C in its first decision."""
+
+    def __init__(self):
+        self.made = 0
+
+    def __call__(self, seed):
+        self.made += 1
+        if self.made < 3:
+            return SimpleBot(seed=seed)
+        stopped = SimpleBot(seed=seed)
+        stopped.act = lambda observation: (_ for _ in ()).throw(KeyboardInterrupt)
+        return stopped
+
+
+def test_ctrl_c_keeps_the_games_that_finished():
+    with pytest.raises(EvaluationInterrupted) as caught:
+        evaluate([StopAtGame(), "random"], matches=6, seed=0, **QUICK)
+    stop = caught.value
+    assert isinstance(stop, KeyboardInterrupt) and stop.signal_name == "SIGINT"
+    results = stop.results
+    assert results.settings["interrupted"] == "SIGINT"
+    assert (results.settings["games_finished"], results.settings["games_planned"]) == (2, 6)
+    assert results.pairs[0].games == 2 == len(results.records)
+
+
+def test_the_default_table_fits_100_columns_and_wide_has_every_column():
+    results = evaluate(["search:rollouts=2", "simple", "random"], matches=2, seed=0, **QUICK)
+    narrow, wide = results.table(), results.table(wide=True)
+    assert max(len(line) for line in narrow.splitlines()) <= 100
+    assert "A win% [95% CI]" in narrow and "ms/decision A/B" in narrow and "gin% A/B" not in narrow
+    for column in ("rounds/game", "gin% A/B", "knock% A/B", "undercut% A/B", "draw%", "decisions/game A/B"):
+        assert column in wide
+    assert len(wide.splitlines()) == len(narrow.splitlines()) == 2 + 3
 
 
 def test_play_game_reports_from_policy_a_side():

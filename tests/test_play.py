@@ -176,3 +176,37 @@ def test_bad_options_and_cli(monkeypatch, capsys):
     assert main(["--opponent", "random", "--seed", "1"]) == 1
     assert main(["--opponent", "nobody"]) == 2
     assert "okgin-play: error" in capsys.readouterr().err
+
+
+def test_taking_from_the_pile_says_which_card():
+    script = Script(["t", "k KC"])  # take the upcard 9H, then knock
+    run(script, opponent="simple", episode="round", deck=deal(P0, P1, "9H"), dealer=0)
+    assert "You take the upcard 9H." in script.output
+    # player_1 passes on KD, player_0 passes, player_1 draws and discards; then player_0 takes that discard
+    script = Script(["p", "t"])
+    run(script, opponent="simple", episode="round", deck=deal(P0, P1, "KD", stock_top="4S 9D"), dealer=0)
+    discarded = next(line for line in script.output if line.startswith("player_1 discards "))
+    card = discarded.removeprefix("player_1 discards ").rstrip(".")
+    assert f"You take {card} from the discard pile." in script.output
+    assert not any(line.startswith("You takes") for line in script.output)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--seed", "-1"], "seed"),
+        (["--seat", "5"], "seat"),
+        (["--opponent", "search:rolouts=2"], "rolouts"),
+        (["--opponent", "search:rollouts=abc"], "rollouts"),
+        (["--opponent", "search:time_limit=abc"], "time_limit"),
+        (["--opponent", "random:seed=3"], "seed"),
+        (["--opponent", "search:rollouts=2,rollouts=3"], "rollouts"),
+        (["--opponent", "missing.pt"], "missing.pt"),
+        (["--target-score", "0"], "target_score"),
+    ],
+)
+def test_bad_cli_options_exit_2_before_the_game(options, named, monkeypatch, capsys):
+    monkeypatch.setattr("builtins.input", lambda prompt="": pytest.fail("the game started"))
+    assert main(options) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("okgin-play: error: ") and named in err and "Traceback" not in err

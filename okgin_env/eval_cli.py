@@ -1,0 +1,128 @@
+"""The ``okgin-eval`` command: ``okgin_env.evaluate`` from the command line.
+
+    okgin-eval search simple --matches 200 --workers 2 --out out/search_vs_simple
+    python -m okgin_env.evaluate random simple search --matches 100          # the same command
+
+Every problem found before the first game (an unknown policy or bot setting, a bad rule option,
+an ``--out`` that cannot be written) ends with exit status 2 and a one-line message. Ctrl-C and
+SIGTERM stop the run: the workers are ended, the table of the games that finished is printed
+with a line saying the run was interrupted, and the exit status is 130 (SIGINT) or 143 (SIGTERM).
+The table fits 100 columns for bot names; ``--wide`` shows every column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .episode import EPISODES
+from .eval_results import check_output_prefix
+from .evaluate import EvaluationInterrupted, evaluate
+
+
+class _Stopped(KeyboardInterrupt):
+    """Raised by the CLI's SIGTERM handler, so that SIGTERM stops a run as Ctrl-C does."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signal_name = signal.Signals(signum).name
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="okgin-eval",
+        description="Evaluate Oklahoma Gin policies head to head (two) or round robin (more), "
+        "with mirrored deals and 95% Wilson intervals. Ctrl-C or SIGTERM stops the run and "
+        "prints the games that finished (exit 130 or 143).",
+    )
+    parser.add_argument(
+        "policies",
+        nargs="+",
+        help="bot names (random, simple, search; settings as search:rollouts=64) or checkpoint paths ending in .pt",
+    )
+    parser.add_argument("--matches", type=int, default=100, help="games per pair (rounded up to mirrored deals)")
+    parser.add_argument("--episode", choices=EPISODES, default="match", help="a game is a full match or one round")
+    parser.add_argument("--rules", choices=("classic", "penalty"), default="classic")
+    parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
+    parser.add_argument("--target-score", type=int, default=None, help="match target (default: the preset's 100)")
+    parser.add_argument("--max-rounds", type=int, default=None, help="end a match after this many rounds as a draw")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1, help="processes (default 1: inline)")
+    parser.add_argument("--out", default=None, help="write PREFIX.json and PREFIX.csv")
+    parser.add_argument("--wide", action="store_true", help="every column: rounds per game, how rounds were won, decisions")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if len(args.policies) < 2:
+        parser.error("give at least two policies")
+    options = {} if args.target_score is None else {"target_score": args.target_score}
+    code = 0
+    try:
+        with _sigterm_stops_the_run():
+            if args.out:
+                check_output_prefix(args.out)
+            results = evaluate(
+                args.policies,
+                matches=args.matches,
+                episode=args.episode,
+                rules=args.rules,
+                num_players=args.num_players,
+                seed=args.seed,
+                workers=args.workers,
+                progress=not args.no_progress,
+                max_rounds=args.max_rounds,
+                **options,
+            )
+    except EvaluationInterrupted as stop:
+        results = stop.results
+        code = 128 + int(signal.Signals[stop.signal_name])
+    except KeyboardInterrupt as stop:  # before the first game
+        name = getattr(stop, "signal_name", "SIGINT")
+        print(f"okgin-eval: interrupted by {name} before any game", file=sys.stderr)
+        return 128 + int(signal.Signals[name])
+    except (ValueError, ImportError, FileNotFoundError) as error:
+        print(f"okgin-eval: error: {error}", file=sys.stderr)
+        return 2
+    print(results.table(wide=args.wide))
+    settings = results.settings
+    if code:
+        print(
+            f"(interrupted by {settings['interrupted']}: {settings['games_finished']} of "
+            f"{settings['games_planned']} games finished, {settings['seconds']:.1f} s)"
+        )
+    else:
+        print(f"({settings['games_per_pair']} games per pair, {settings['seconds']:.1f} s)")
+    if args.out:
+        for path in results.write(args.out):
+            print(f"wrote {path}")
+    return code
+
+
+@contextlib.contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """Inside the block SIGTERM raises like Ctrl-C, so that the run stops cleanly and reports."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise _Stopped(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""What ``okgin_env.evaluate`` reports: per-pair statistics, the table, the JSON and CSV files.
+
+``evaluate(...)`` returns an ``EvalResults``; ``PairResult`` holds one pair's numbers (every
+field is described in ``okgin_env.evaluate``'s docstring). ``table()`` fits 100 columns for
+bot names (the win rate with its interval, points per round and timing); ``table(wide=True)``
+adds rounds per game, the ways rounds were won and decisions per game.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .policy_loaders import is_policy_file
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+KINDS = ("gin", "knock", "undercut")
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default); ``(0, 1)`` for no trials."""
+    if trials <= 0:
+        return 0.0, 1.0
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be in 0..{trials}, got {successes}")
+    p = successes / trials
+    z2 = z * z
+    denominator = 1 + z2 / trials
+    centre = (p + z2 / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class PairResult:
+    """Policy A against policy B (see ``okgin_env.evaluate``'s docstring for every field)."""
+
+    a: str
+    b: str
+    games: int = 0
+    wins_a: int = 0
+    wins_b: int = 0
+    draws: int = 0
+    win_rate_a: float = float("nan")
+    ci_low: float = 0.0
+    ci_high: float = 1.0
+    rounds: int = 0
+    points_per_round_a: float = float("nan")
+    rounds_per_game: float = float("nan")
+    gin_rate_a: float = 0.0
+    gin_rate_b: float = 0.0
+    knock_rate_a: float = 0.0
+    knock_rate_b: float = 0.0
+    undercut_rate_a: float = 0.0
+    undercut_rate_b: float = 0.0
+    draw_rate: float = 0.0
+    decisions_per_game_a: float = float("nan")
+    decisions_per_game_b: float = float("nan")
+    ms_per_decision_a: float = float("nan")
+    ms_per_decision_b: float = float("nan")
+
+    @classmethod
+    def from_records(cls, a: str, b: str, records: list[dict[str, Any]]) -> "PairResult":
+        r = cls(a=a, b=b)
+        r.games = len(records)
+        r.wins_a = sum(rec["result"] == "a" for rec in records)
+        r.wins_b = sum(rec["result"] == "b" for rec in records)
+        r.draws = r.games - r.wins_a - r.wins_b
+        decided = r.wins_a + r.wins_b
+        if decided:
+            r.win_rate_a = r.wins_a / decided
+        r.ci_low, r.ci_high = wilson_interval(r.wins_a, decided)
+        r.rounds = sum(rec["rounds"] for rec in records)
+        if r.rounds:
+            r.points_per_round_a = sum(rec["a_points"] for rec in records) / r.rounds
+            for kind in KINDS:
+                for side in "ab":
+                    setattr(r, f"{kind}_rate_{side}", sum(rec[f"{kind}_{side}"] for rec in records) / r.rounds)
+            r.draw_rate = sum(rec["round_draws"] for rec in records) / r.rounds
+        if r.games:
+            r.rounds_per_game = r.rounds / r.games
+            for side in "ab":
+                count = sum(rec[f"decisions_{side}"] for rec in records)
+                setattr(r, f"decisions_per_game_{side}", count / r.games)
+                if count:
+                    setattr(r, f"ms_per_decision_{side}", 1000 * sum(rec[f"seconds_{side}"] for rec in records) / count)
+        return r
+
+
+# The table's columns: (header, cell(pair, name), shown by default); ``{games}`` is "matches" or
+# "rounds" and ``name`` maps a policy's name to the text the table shows for it.
+_COLUMNS: list[tuple[str, Any, bool]] = [
+    ("A vs B", lambda p, name: f"{name[p.a]} vs {name[p.b]}", True),
+    ("{games}", lambda p, _: str(p.games), True),
+    ("A-B-draw", lambda p, _: f"{p.wins_a}-{p.wins_b}-{p.draws}", True),
+    ("A win% [95% CI]", lambda p, _: f"{100 * p.win_rate_a:.1f} [{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}]", True),
+    ("pts/round A", lambda p, _: f"{p.points_per_round_a:+.2f}", True),
+    ("rounds/game", lambda p, _: f"{p.rounds_per_game:.2f}", False),
+    ("gin% A/B", lambda p, _: f"{100 * p.gin_rate_a:.1f}/{100 * p.gin_rate_b:.1f}", False),
+    ("knock% A/B", lambda p, _: f"{100 * p.knock_rate_a:.1f}/{100 * p.knock_rate_b:.1f}", False),
+    ("undercut% A/B", lambda p, _: f"{100 * p.undercut_rate_a:.1f}/{100 * p.undercut_rate_b:.1f}", False),
+    ("draw%", lambda p, _: f"{100 * p.draw_rate:.1f}", False),
+    ("decisions/game A/B", lambda p, _: f"{p.decisions_per_game_a:.1f}/{p.decisions_per_game_b:.1f}", False),
+    ("ms/decision A/B", lambda p, _: f"{p.ms_per_decision_a:.2f}/{p.ms_per_decision_b:.2f}", True),
+]
+
+
+@dataclass
+class EvalResults:
+    """All pairs of one evaluation, with the settings that produced them.
+
+    ``settings["interrupted"]`` is the signal's name (e.g. ``"SIGINT"``) when the run was stopped
+    early; the pairs then count the games that had finished.
+    """
+
+    pairs: list[PairResult]
+    settings: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    def pair(self, a: str, b: str) -> PairResult:
+        for result in self.pairs:
+            if (result.a, result.b) == (a, b):
+                return result
+        raise KeyError(f"no pair {a!r} vs {b!r}; pairs: {[(p.a, p.b) for p in self.pairs]}")
+
+    def table(self, wide: bool = False) -> str:
+        """A fixed-width table, one line per pair (``wide``: every column).
+
+        A policy file is shown by its file name when those are distinct (``okgin_classic.pt``
+        for ``checkpoints/okgin_classic.pt``); the JSON and CSV keep the names in full.
+        """
+        games = "matches" if self.settings.get("episode", "match") == "match" else "rounds"
+        columns = [(head.format(games=games), cell) for head, cell, default in _COLUMNS if wide or default]
+        head = [name for name, _ in columns]
+        shown = _short_names([name for p in self.pairs for name in (p.a, p.b)])
+        rows = [[cell(p, shown) for _, cell in columns] for p in self.pairs]
+        widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+        lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [head, *rows]]
+        lines.insert(1, "  ".join("-" * width for width in widths))
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"settings": self.settings, "pairs": [asdict(p) for p in self.pairs]}
+
+    def write(self, prefix: str) -> list[str]:
+        """Write ``prefix.json`` and ``prefix.csv``; returns the paths."""
+        folder = os.path.dirname(prefix)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        json_path, csv_path = output_paths(prefix)
+        with open(json_path, "w", encoding="utf-8") as handle:
+            json.dump(self.to_dict(), handle, indent=2, default=_json_default)
+            handle.write("\n")
+        names = list(asdict(self.pairs[0])) if self.pairs else [f.name for f in PairResult.__dataclass_fields__.values()]
+        with open(csv_path, "w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=names)
+            writer.writeheader()
+            for p in self.pairs:
+                writer.writerow(asdict(p))
+        return [json_path, csv_path]
+
+
+def _short_names(names: list[str]) -> dict[str, str]:
+    """Each name as the table shows it: a policy file's path by its file name, if that is unambiguous."""
+    shown = {name: os.path.basename(name) if is_policy_file(name) else name for name in names}
+    return shown if len(set(shown.values())) == len(shown) else {name: name for name in names}
+
+
+def output_paths(prefix: str) -> tuple[str, str]:
+    return f"{prefix}.json", f"{prefix}.csv"
+
+
+def check_output_prefix(prefix: str) -> None:
+    """A ValueError now, before any game, if ``write(prefix)`` could not write its files.
+
+    Creates the folder (as ``write`` would) and probes it with a temporary file, which also
+    catches read-only file systems and a path through a regular file.
+    """
+    folder = os.path.dirname(prefix) or "."
+    existing = folder
+    while not os.path.exists(existing) and os.path.dirname(existing) not in ("", existing):
+        existing = os.path.dirname(existing)
+    if os.path.exists(existing) and not os.path.isdir(existing):
+        raise ValueError(f"cannot write results to {prefix!r}: {existing!r} is not a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise ValueError(f"cannot write results to {prefix!r}: folder {folder!r}: {error.strerror or error}") from None
+    for path in output_paths(prefix):
+        if os.path.isdir(path):
+            raise ValueError(f"cannot write results to {prefix!r}: {path!r} is a folder")
+        if os.path.exists(path) and not os.access(path, os.W_OK):
+            raise ValueError(f"cannot write results to {prefix!r}: {path!r} is not writable")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return str(value)

@@ -1,0 +1,138 @@
+"""The match loop: policies play one match (or one round) on the rules engine.
+
+``play_match(config, policies, rng)`` is what evaluation, training's evaluation and decision
+labelling all run. Each decision gives the acting seat exactly the observation dict that
+``raw_env.observe`` gives it (``observation.encode`` and the legal-action mask), without the
+PettingZoo wrappers, which would cost more than fast bots themselves::
+
+    from gymnasium.utils import seeding
+    from okgin_env.bots import make_bot
+    from okgin_env.match_loop import play_match
+    from okgin_env.rules.config import make_config
+
+    config = make_config("classic")
+    rng, _ = seeding.np_random(7)  # the generator raw_env.reset(seed=7) deals with
+    result = play_match(config, [make_bot("simple", seed=1), make_bot("random", seed=2)], rng)
+    result.winner, result.scores, result.rounds
+
+``on_decision(match, seat, observation)`` is called before each decision (to record or label
+it) and may return True to stop the match there. ``max_rounds`` bounds a match whose rounds keep
+ending without a winner (policies that never knock): the match then ends *truncated*.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .episode import EPISODES
+from .observation import encode
+from .rules.config import RulesConfig
+from .rules.match import MatchState
+from .rules.showdown import RoundOutcome
+
+DecisionHook = Callable[[MatchState, int, dict[str, np.ndarray]], Any]
+
+
+@dataclass
+class MatchResult:
+    """How one match (or round) ended.
+
+    ``winner``: the winning seat; None for a drawn round with ``episode="round"`` and for a
+    match that was stopped or truncated. ``outcomes``: every round's ``RoundOutcome`` in order.
+    ``decisions[seat]`` and ``seconds[seat]``: how many decisions each seat made and the time
+    its policy spent in ``act``. ``match``: the final ``MatchState``.
+    """
+
+    winner: int | None
+    scores: list[int]
+    outcomes: list[RoundOutcome]
+    decisions: list[int]
+    seconds: list[float]
+    rounds: int
+    truncated: bool
+    stopped: bool
+    match: MatchState
+
+
+def check_max_rounds(max_rounds: Any) -> int | None:
+    """``max_rounds`` as given, if it is None or a positive int; else a ValueError."""
+    if max_rounds is None:
+        return None
+    if not isinstance(max_rounds, (int, np.integer)) or isinstance(max_rounds, (bool, np.bool_)) or max_rounds < 1:
+        raise ValueError(f"max_rounds must be None (unbounded) or a positive int, got {max_rounds!r}")
+    return int(max_rounds)
+
+
+def play_match(
+    config: RulesConfig,
+    policies: Sequence[Any],
+    rng: np.random.Generator,
+    *,
+    episode: str = "match",
+    deck: Sequence[int | str] | None = None,
+    dealer: int | None = None,
+    on_decision: DecisionHook | None = None,
+    max_rounds: int | None = None,
+) -> MatchResult:
+    """Play one match (``episode="match"``) or one round (``"round"``) with ``policies[seat]``.
+
+    ``rng`` deals every round (``gymnasium.utils.seeding.np_random(s)`` deals as
+    ``raw_env.reset(seed=s)`` does); ``deck``/``dealer`` fix the first round as the env's reset
+    options do. Illegal actions raise the engine's ValueError.
+    """
+    if episode not in EPISODES:
+        raise ValueError(f"episode={episode!r}; allowed: {', '.join(EPISODES)}")
+    n = config.num_players
+    if len(policies) != n:
+        raise ValueError(f"policies must give one policy per seat ({n}), got {len(policies)}")
+    max_rounds = check_max_rounds(max_rounds)
+    match = MatchState(config, rng, deck=deck, dealer=dealer)
+    decisions = [0] * n
+    seconds = [0.0] * n
+    outcomes: list[RoundOutcome] = []
+    winner: int | None = None
+    truncated = stopped = False
+    while True:
+        state = match.round
+        seat = state.current
+        observation = {
+            "observation": encode(state, match.scores, config.target_score, seat),
+            "action_mask": state.legal_mask(),
+        }
+        if on_decision is not None and on_decision(match, seat, observation):
+            stopped = True
+            break
+        start = time.perf_counter()
+        action = policies[seat].act(observation)
+        seconds[seat] += time.perf_counter() - start
+        decisions[seat] += 1
+        outcome = match.apply(int(action))
+        if outcome is None:
+            continue
+        outcomes.append(outcome)
+        if episode == "round":
+            winner = outcome.winner
+            break
+        if match.is_over:
+            winner = match.winner
+            break
+        if max_rounds is not None and len(outcomes) >= max_rounds:
+            truncated = True
+            break
+        match.deal_next_round()
+    return MatchResult(
+        winner=winner,
+        scores=list(match.scores),
+        outcomes=outcomes,
+        decisions=decisions,
+        seconds=seconds,
+        rounds=len(outcomes),
+        truncated=truncated,
+        stopped=stopped,
+        match=match,
+    )

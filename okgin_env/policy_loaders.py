@@ -1,0 +1,141 @@
+"""Policies from files, without okgin_env importing the code that reads them.
+
+``okgin-eval`` and ``okgin-play`` accept a path such as ``checkpoints/okgin_classic.pt`` as a
+policy. okgin_env does not know how to read such a file (the network lives in ``training/``, on
+top of okgin_env, and needs torch); a *loader* does: ``loader(path, rules=config) -> policy``
+where the policy has ``act(observation) -> int`` and ``rules`` is the ``RulesConfig`` of the
+game it will play (so that the loader can refuse a file trained for other rules); a loader
+without a ``rules`` parameter is called as ``loader(path)``. Loaders reach okgin_env in two
+ways, looked up in this order:
+
+1. ``register_policy_loader(".pt", loader)`` in the running process (``training`` does this
+   when it is imported);
+2. the entry point group ``okgin.policy_loaders``: an entry point named ``pt`` handles paths
+   ending in ``.pt``. The okgin distribution declares ``pt = okgin_training:load_policy``, so an
+   installed okgin reads its own checkpoints in any process, worker processes included.
+
+Nothing here imports torch or ``training``; the loader is imported on the first path it handles.
+A loaded policy is kept and reused for every game with the same rules in the process (and loaded
+once per worker process), so it should not depend on the games it played before (a greedy
+policy does not).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+ENTRY_POINT_GROUP = "okgin.policy_loaders"
+CHECKPOINT_SUFFIX = ".pt"  # always recognised as a policy file, so a missing loader gets a clear error
+INSTALL_HINT = "install the training extras: pip install -e '.[train]'"
+
+PolicyLoader = Callable[..., Any]  # loader(path, rules=RulesConfig) or loader(path)
+
+_LOADERS: dict[str, PolicyLoader] = {}
+_LOADED: dict[tuple[str, Any], Any] = {}  # (path, rules) -> policy, once per process
+
+
+class PolicyLoadError(ValueError):
+    """A policy file that cannot be loaded: no loader for it, or the loader failed (names the file)."""
+
+
+def register_policy_loader(suffix: str, loader: PolicyLoader) -> None:
+    """Read files ending in ``suffix`` (e.g. ``".pt"``) with ``loader(path, rules=config) -> policy``.
+
+    A later registration for the same suffix replaces the earlier one.
+    """
+    if not isinstance(suffix, str) or not suffix.startswith(".") or len(suffix) < 2:
+        raise ValueError(f"suffix must be a file ending such as '.pt', got {suffix!r}")
+    if not callable(loader):
+        raise ValueError(f"loader must be callable as loader(path) -> policy, got {loader!r}")
+    _LOADERS[suffix] = loader
+    _LOADED.clear()  # a new loader may read a file differently
+
+
+def registered_loaders() -> dict[str, PolicyLoader]:
+    """The loaders registered in this process, by suffix (a copy)."""
+    return dict(_LOADERS)
+
+
+@lru_cache(maxsize=1)
+def _entry_points() -> dict[str, Any]:
+    """Entry points of ``okgin.policy_loaders``, by suffix (``"pt"`` -> ``".pt"``); read once per process."""
+    from importlib.metadata import entry_points  # noqa: PLC0415 - only when a policy file is used
+
+    return {f".{point.name}": point for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_suffixes() -> list[str]:
+    """Every file ending that names a policy file, longest first."""
+    suffixes = {CHECKPOINT_SUFFIX, *_LOADERS, *_entry_points()}
+    return sorted(suffixes, key=lambda s: (-len(s), s))
+
+
+def is_policy_file(spec: Any) -> bool:
+    """Whether ``spec`` is a path (str or PathLike) ending in a policy-file suffix."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    path = os.fspath(spec)
+    return isinstance(path, str) and any(path.endswith(suffix) for suffix in known_suffixes())
+
+
+def _suffix_of(path: str) -> str:
+    return next(suffix for suffix in known_suffixes() if path.endswith(suffix))
+
+
+def loader_for(path: str) -> PolicyLoader:
+    """The loader for ``path``: a registered one first, then an entry point; ``PolicyLoadError`` if none."""
+    suffix = _suffix_of(path)
+    if suffix in _LOADERS:
+        return _LOADERS[suffix]
+    point = _entry_points().get(suffix)
+    if point is None:
+        raise PolicyLoadError(f"cannot load policy file {path!r}: no policy loader handles {suffix!r} files; {INSTALL_HINT}")
+    try:
+        return point.load()
+    except ImportError as error:
+        raise PolicyLoadError(
+            f"cannot load policy file {path!r}: its loader {point.value} cannot be imported ({error}); {INSTALL_HINT}"
+        ) from error
+
+
+def _takes_rules(loader: PolicyLoader) -> bool:
+    try:
+        parameters = inspect.signature(loader).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (some builtins): call it with the path only
+        return False
+    return any(p.name == "rules" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
+    """The policy in ``path`` for games played by ``rules`` (a ``RulesConfig``; None: the file's own).
+
+    Loaded once per process and rules, then reused.
+    """
+    path = os.fspath(path)
+    key = (path, rules)
+    if key in _LOADED:
+        return _LOADED[key]
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"policy file {path!r} does not exist")
+    loader = loader_for(path)
+    try:
+        policy = loader(path, rules=rules) if _takes_rules(loader) else loader(path)
+    except PolicyLoadError:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever a loader raises on a bad file, the CLIs report it
+        text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+        raise PolicyLoadError(text if path in text else f"cannot load policy file {path!r}: {text}") from error
+    if not hasattr(policy, "act"):
+        raise PolicyLoadError(f"the loader for {path!r} returned {type(policy).__name__}, which has no act(observation)")
+    _LOADED[key] = policy
+    return policy
+
+
+def install_loaders(loaders: dict[str, PolicyLoader]) -> None:
+    """Register ``loaders`` (from ``registered_loaders()`` of another process): for worker processes."""
+    for suffix, loader in loaders.items():
+        _LOADERS.setdefault(suffix, loader)

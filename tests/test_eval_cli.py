@@ -1,0 +1,144 @@
+"""okgin_env/eval_cli.py: exit status 2 before any game on bad input; Ctrl-C and SIGTERM end cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from okgin_env.eval_cli import main
+
+
+@pytest.fixture
+def no_games(monkeypatch):
+    def no_game(task):
+        raise AssertionError("a game was played before the input was checked")
+
+    monkeypatch.setattr("okgin_env.evaluate.play_game", no_game)
+
+
+@pytest.mark.parametrize(
+    ("policy", "named"),
+    [
+        ("search:rolouts=32", "rolouts"),
+        ("search:rollouts=abc", "rollouts"),
+        ("random:seed=3", "seed"),
+        ("search:time_limit=abc", "time_limit"),
+        ("search:rollouts=4,rollouts=8", "rollouts"),
+        ("search:rollouts", "search:rollouts"),
+        ("clever", "clever"),
+    ],
+)
+def test_a_bad_policy_exits_2_naming_the_setting(policy, named, no_games, capsys):
+    assert main([policy, "simple", "--matches", "2", "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("okgin-eval: error: ") and named in captured.err
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--matches", "0"], ["--workers", "0"], ["--max-rounds", "0"], ["--num-players", "3"], ["--target-score", "-5"]],
+)
+def test_bad_options_exit_2(options, no_games, capsys):
+    assert main(["simple", "random", "--no-progress", *options]) == 2
+    assert capsys.readouterr().err.startswith("okgin-eval: error: ")
+
+
+def test_an_unwritable_out_is_found_before_the_run(tmp_path, no_games, capsys):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    (tmp_path / "taken.json").mkdir()
+    for prefix in (a_file / "results", a_file / "deeper" / "results", tmp_path / "taken"):
+        assert main(["simple", "random", "--matches", "2", "--no-progress", "--out", str(prefix)]) == 2
+        assert "cannot write results to" in capsys.readouterr().err
+
+
+def test_out_creates_its_folder(tmp_path, capsys):
+    prefix = tmp_path / "new" / "folder" / "res"
+    assert main(["simple", "random", "--matches", "2", "--episode", "round", "--no-progress", "--out", str(prefix)]) == 0
+    assert (tmp_path / "new" / "folder" / "res.json").exists()
+    assert "wrote" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- signals
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def start_long_run(workers: int) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "okgin_env.evaluate", "simple", "random", "--matches", "20000", "--workers",
+         str(workers), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+
+
+def wait_for_workers(run: subprocess.Popen, count: int) -> list[int]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = children(run.pid)
+        if len(found) >= count:
+            time.sleep(4)  # the workers import okgin_env and play some games
+            return children(run.pid)
+        time.sleep(0.2)
+    run.kill()
+    pytest.fail(f"the workers did not start: {run.communicate()}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+@pytest.mark.parametrize(
+    ("signum", "to_group", "code"),
+    [(signal.SIGINT, True, 130), (signal.SIGTERM, False, 143)],
+    ids=["ctrl-c-in-the-terminal", "kill-pid"],
+)
+def test_a_signal_stops_the_workers_and_prints_what_finished(signum, to_group, code):
+    run = start_long_run(workers=2)
+    workers = wait_for_workers(run, 2)
+    # Ctrl-C in a terminal signals the whole foreground process group; `kill PID` only the parent.
+    (os.killpg if to_group else os.kill)(run.pid, signum)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == code, err
+    deadline = time.monotonic() + 5
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if alive(pid)], "orphaned worker processes"
+    assert "Traceback" not in err and "leaked" not in err, err
+    assert "simple vs random" in out and f"interrupted by {signal.Signals(signum).name}" in out
+    finished = int(out.split("interrupted by ")[1].split(": ")[1].split(" of ")[0])
+    assert finished > 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+def test_sigterm_of_an_inline_run_prints_what_finished():
+    run = start_long_run(workers=1)
+    time.sleep(5)
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 143 and "Traceback" not in err, err
+    assert "interrupted by SIGTERM" in out and "simple vs random" in out

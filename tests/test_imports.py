@@ -1,0 +1,121 @@
+"""okgin_env/__init__.py and okgin_env/registration.py: what each import loads, and the env ids.
+
+Every check runs in a fresh interpreter, since this test process has long loaded everything.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "okgin_env"
+RL_LIBRARIES = ("gymnasium", "pettingzoo", "torch")
+
+
+def run(code: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def loaded(*names: str) -> str:
+    """Code that prints which of ``names`` (top-level modules) are imported."""
+    return f"import sys; print(sorted(m for m in {names!r} if m in sys.modules))"
+
+
+@pytest.mark.parametrize(
+    "module", ["okgin_env", "okgin_env.rules", "okgin_env.rules.melds", "okgin_env.observation", "okgin_env.bots",
+               "okgin_env.match_loop", "okgin_env.policy_loaders", "okgin_env.registration"]
+)
+def test_the_rules_and_the_bots_load_no_rl_library(module):
+    assert run(f"import {module}\n{loaded(*RL_LIBRARIES)}").stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", ["GymEnv", "VectorGymEnv", "BatchEnv", "env", "raw_env"])
+def test_the_environments_never_load_torch(name):
+    out = run(f"import okgin_env\nokgin_env.{name}\n{loaded('gymnasium', 'torch', 'training', 'okgin_training')}").stdout
+    assert out.strip() == "['gymnasium']"
+
+
+def test_no_module_of_okgin_env_imports_training():
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            assert not [n for n in names if n.split(".")[0] in ("training", "okgin_training", "torch")], path
+
+
+def test_every_public_name_is_there_and_is_the_modules_own():
+    run(
+        "import okgin_env, importlib\n"
+        "from okgin_env import _PUBLIC\n"
+        "for name in okgin_env.__all__:\n"
+        "    module, attribute = _PUBLIC[name]\n"
+        "    want = importlib.import_module(module)\n"
+        "    want = want if attribute is None else getattr(want, attribute)\n"
+        "    assert getattr(okgin_env, name) is want, name\n"
+        "assert set(okgin_env.__all__) <= set(dir(okgin_env)) and '__version__' in dir(okgin_env)\n"
+        "from okgin_env import GymEnv, RoundState, env, raw_env\n"
+        "assert okgin_env.observation.encode and okgin_env.rules.melds.best_melds\n"
+        "try:\n"
+        "    okgin_env.no_such_name\n"
+        "except AttributeError as error:\n"
+        "    assert 'no_such_name' in str(error)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+
+
+def test_env_stays_the_function_after_the_submodule_is_imported():
+    run(
+        "import okgin_env\n"
+        "import okgin_env.env\n"
+        "from okgin_env.env import raw_env\n"
+        "import okgin_env.gym_env\n"
+        "assert callable(okgin_env.env) and okgin_env.env.__module__ == 'okgin_env.env'\n"
+        "assert okgin_env.env().unwrapped.metadata['name'] == 'oklahoma_gin_v0'\n"
+    )
+
+
+def test_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    assert run("import okgin_env; print(okgin_env.__version__)").stdout.strip() == version("okgin")
+
+
+GYM = "gymnasium.make('OklahomaGin-v0')"
+AEC = "pettingzoo.make('aec', 'okgin/oklahoma_gin_v0')"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        f"import gymnasium, okgin_env; {GYM}",  # gymnasium first: import okgin_env registers
+        f"import gymnasium, okgin_env, pettingzoo; {AEC}",  # sorted imports
+        f"import pettingzoo, okgin_env; {AEC}",
+        f"import okgin_env, gymnasium, pettingzoo; okgin_env.register_envs(); {GYM}; {AEC}",
+        f"import okgin_env, gymnasium; okgin_env.GymEnv; {GYM}",  # an env module registers
+        "import gymnasium; gymnasium.make('okgin_env:OklahomaGin-v0')",  # not imported yet: the import registers
+        "import okgin_env, gymnasium; gymnasium.make('okgin_env.gym_env:OklahomaGin-v0')",  # always
+        "import gymnasium; gymnasium.make_vec('okgin_env.gym_env:OklahomaGin-v0', num_envs=2, "
+        "vectorization_mode='vector_entry_point')",
+        "import okgin_env, gymnasium, pettingzoo; okgin_env.register_envs(); okgin_env.register_envs()",  # no warning
+    ],
+)
+def test_the_env_ids_work_as_documented(code):
+    run(code)
+
+
+def test_importing_okgin_env_first_registers_nothing_until_asked():
+    code = (
+        "import okgin_env, gymnasium\n"
+        "assert 'OklahomaGin-v0' not in gymnasium.registry\n"
+        "okgin_env.register_envs()\n"
+        "assert 'OklahomaGin-v0' in gymnasium.registry\n"
+    )
+    run(code)

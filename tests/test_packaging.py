@@ -1,0 +1,82 @@
+"""pyproject.toml: what a wheel installs (okgin_env and okgin_training, no top-level ``training``)."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+
+
+def packages_on_disk() -> set[str]:
+    """Every package folder, named as installed (training/ is okgin_training)."""
+    found = set()
+    for folder, installed in (("okgin_env", "okgin_env"), ("training", "okgin_training")):
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((installed, *parts)))
+    return found
+
+
+def test_every_package_folder_is_listed():
+    assert set(SETUPTOOLS["packages"]) == packages_on_disk()
+    assert SETUPTOOLS["package-dir"] == {"okgin_training": "training"}
+
+
+def test_the_license_is_an_spdx_expression_with_its_file():
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License") and "Copyright (c) 2026 the okgin developers" in text
+
+
+def test_the_base_install_has_the_progress_bar_and_the_checkpoint_loader():
+    project = PYPROJECT["project"]
+    assert any(dep.startswith("tqdm") for dep in project["dependencies"])
+    assert project["entry-points"]["okgin.policy_loaders"] == {"pt": "okgin_training:load_policy"}
+    assert project["scripts"]["okgin-eval"] == "okgin_env.eval_cli:main"
+
+
+def test_training_imports_itself_only_relatively():
+    """Installed as okgin_training, an absolute ``import training...`` inside it would break."""
+    for path in (ROOT / "training").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            assert not [n for n in names if n.split(".")[0] in ("training", "okgin_training")], (path, node.lineno)
+
+
+def test_a_wheel_holds_no_top_level_training(tmp_path):
+    setuptools = pytest.importorskip("setuptools")
+    if int(setuptools.__version__.split(".")[0]) < 77:
+        pytest.skip("building needs setuptools >= 77 (PEP 639 license fields)")
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("okgin_env", "training"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-v", "-w", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "deprecated" not in (done.stdout + done.stderr).lower()  # e.g. a TOML-table project.license
+    (wheel,) = tmp_path.glob("okgin-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {"okgin_env", "okgin_training", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
+    assert "okgin_training/policy.py" in names and "okgin_env/rules/melds.py" in names
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
