@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +120,224 @@ def test_policy_rejects_an_observation_of_another_layout(trained_run: Path):
     policy = load_policy(trained_run / "last.pt")
     with pytest.raises(ValueError, match="2-player layout"):
         policy.act({"observation": np.zeros(10, dtype=np.float32), "action_mask": np.ones(107, dtype=np.int8)})
+
+
+# ----------------------------------------------------------------------------- the training loop's parts
+
+
+def test_advantages_are_gae_within_a_round_with_gamma_one():
+    from training.train import Rollout, compute_advantages, explained_variance
+
+    rollout = Rollout.allocate(steps=3, tables=1, observation_size=4, privileged=False)
+    rollout.rewards[:, 0] = torch.tensor([0.0, 1.0, 0.0])
+    rollout.round_ends[:, 0] = torch.tensor([0.0, 1.0, 0.0])  # a round ends at step 1; step 2 starts the next
+    rollout.values[:, 0] = torch.tensor([0.5, 0.2, 0.1])
+    advantages, returns = compute_advantages(rollout, next_value=torch.tensor([0.3]), gae_lambda=1.0)
+    # lambda = gamma = 1: the return is the round's reward; the open round bootstraps from the next value.
+    assert torch.allclose(advantages[:, 0], torch.tensor([0.5, 0.8, 0.2]))
+    assert torch.allclose(returns[:, 0], torch.tensor([1.0, 1.0, 0.3]))
+    half, _ = compute_advantages(rollout, next_value=torch.tensor([0.3]), gae_lambda=0.5)
+    assert half[0, 0] == pytest.approx(-0.3 + 0.5 * 0.8)
+    target = torch.tensor([1.0, 2.0, 3.0])
+    assert explained_variance(target, target) == 1.0
+    assert explained_variance(torch.full((3,), 2.0), target) == pytest.approx(0.0)
+    assert np.isnan(explained_variance(target, torch.ones(3)))
+
+
+def test_rollout_buffers_are_preallocated_steps_by_tables():
+    from training.features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES
+    from training.train import Rollout
+
+    rollout = Rollout.allocate(steps=5, tables=3, observation_size=378, privileged=True)
+    assert rollout.observations.shape == (5, 3, 378)
+    assert rollout.action_features.shape == (5, 3, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES)
+    assert rollout.actions.shape == rollout.values.shape == rollout.round_ends.shape == (5, 3)
+    assert rollout.flat("legal").shape == (15, MAX_LEGAL_ACTIONS)
+
+
+def test_training_prints_where_its_outputs_go_and_a_summary(tmp_path: Path, capsys):
+    run_dir = tmp_path / "printed"
+    train_main([*TINY, "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "2"])
+    out = capsys.readouterr().out
+    for text in (f"run directory: {run_dir}", str(run_dir / "last.pt"), str(run_dir / "progress.csv"),
+                 f"tensorboard --logdir {run_dir / 'tensorboard'}", str(run_dir / "learning_curve.png"),
+                 f"python -m training.plot {run_dir}", "finished: 1 updates, 64 decisions"):
+        assert text in out, text
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["updates"] == 1 and summary["decisions"] == 64 and summary["stopped_by"] is None
+    train_main([*TINY, "--total-decisions", "128", "--run-dir", str(run_dir), "--seed", "2", "--resume"])
+    out = capsys.readouterr().out
+    assert f"resumed from {run_dir / 'last.pt'}: update 1, 64 decisions, no evaluation yet" in out
+    assert "finished: 2 updates, 128 decisions" in out
+    assert (run_dir / "progress.csv").read_text().count("\n") == 3  # header + one row per update
+
+
+def test_bad_training_arguments_exit_2_with_a_message_before_anything_is_written(tmp_path: Path, capsys):
+    from training.train import cli
+
+    for flag, value, message in (("--num-tables", "0", "--num-tables must be at least 1"),
+                                 ("--gae-lambda", "1.5", "--gae-lambda must be in [0, 1]"),
+                                 ("--hidden", "100000", "--hidden must be in 1..4096"),
+                                 ("--learning-rate", "nan", "--learning-rate must be a positive number")):
+        assert cli([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"]) == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "never").exists()
+    with pytest.raises(SystemExit):  # argparse: an unknown preset
+        cli(["--rules", "bogus", "--run-dir", str(tmp_path / "never")])
+    assert cli([*TINY, "--run-dir", str(tmp_path / "x"), "--init-from", str(tmp_path / "missing.pt")]) == 2
+    assert "missing.pt does not exist" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def evaluated_run(tmp_path_factory) -> Path:
+    """Two PPO updates after one of imitation, evaluated (4 mirrored matches) in the second process."""
+    run_dir = tmp_path_factory.mktemp("evaluated")
+    train_main([*TINY, "--total-decisions", "192", "--run-dir", str(run_dir), "--seed", "3",
+                "--eval-every", "1", "--eval-matches", "4", "--eval-max-rounds", "2"])
+    return run_dir
+
+
+def test_evaluations_keep_the_best_checkpoint_and_reach_last_pt_csv_and_tensorboard(evaluated_run: Path):
+    summary = json.loads((evaluated_run / "summary.json").read_text())
+    best = summary["best_win_rate_vs_simple"]
+    assert 0 <= best <= 1 and summary["last_evaluation"]["matches_vs_simple"] == 4
+    assert summary["last_evaluation"]["matches_vs_random"] == 10
+    # An evaluation that finished after the last update still reaches last.pt (for --resume).
+    assert load_checkpoint(evaluated_run / "last.pt")["metadata"]["progress"]["best_win_rate"] == best
+    assert load_checkpoint(evaluated_run / "best.pt")["metadata"]["evaluation"]["win_rate_vs_simple"] == best
+    assert (evaluated_run / "learning_curve.png").is_file()
+    assert not list(evaluated_run.glob("candidate_*.pt"))
+    import csv
+
+    rows = list(csv.DictReader(open(evaluated_run / "progress.csv")))
+    assert [row["phase"] for row in rows] == ["bc", "ppo", "ppo", "evaluation"]  # the last one came after
+    assert float(rows[-1]["win_rate_vs_simple"]) == summary["last_evaluation"]["win_rate_vs_simple"]
+    for key in ("approx_kl", "clipfrac", "explained_variance", "policy_loss", "value_loss", "entropy"):
+        assert all(np.isfinite(float(row[key])) for row in rows[:3]), key
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(evaluated_run / "tensorboard")).Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"):
+        assert f"losses/{tag}" in tags, tag
+    assert {"charts/win_rate_vs_simple", "charts/decisions_per_second", "charts/learning_rate"} <= tags
+
+
+def test_plot_redraws_the_learning_curve_and_explains_what_is_missing(evaluated_run: Path, trained_run: Path,
+                                                                       tmp_path: Path, capsys):
+    from training.plot import main as plot_main
+
+    assert plot_main([str(evaluated_run), "--out", str(tmp_path / "curve.png")]) == 0
+    assert (tmp_path / "curve.png").stat().st_size > 0
+    assert plot_main([str(trained_run)]) == 1  # trained without an evaluation
+    assert "no evaluation" in capsys.readouterr().err
+    assert plot_main([str(tmp_path / "nowhere")]) == 2
+    assert "progress.csv does not exist" in capsys.readouterr().err
+
+
+def test_the_evaluation_is_okgin_env_evaluate_over_mirrored_matches(evaluated_run: Path):
+    from okgin_env.evaluate import evaluate
+    from training.run import evaluate_checkpoint
+
+    from okgin_env.rules.config import make_config
+
+    config = make_config("classic")
+    result = evaluate_checkpoint(str(evaluated_run / "best.pt"), 4, 3, config, max_rounds=2)
+    pair = evaluate({"policy": str(evaluated_run / "best.pt"), "simple": "simple"}, matches=4, seed=3,
+                    progress=False, max_rounds=2).pairs[0]
+    assert result["win_rate_vs_simple"] == pair.win_rate_a and result["matches_vs_simple"] == pair.games == 4
+    assert result["points_per_round_vs_simple"] == pair.points_per_round_a
+    assert result["draws_vs_simple"] == pair.draws
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _start_training(run_dir: Path, *extra: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "training.train", *TINY, "--total-decisions", "100000000", "--run-dir", str(run_dir),
+               "--eval-every", "1", "--eval-matches", "2", "--eval-max-rounds", "2", *extra]
+    return subprocess.Popen(command, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _wait_for(condition, process: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.time() + seconds
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError(f"training ended early: {process.communicate()}")
+        if time.time() > deadline:
+            process.kill()
+            raise AssertionError("timed out waiting for the training run")
+        time.sleep(0.1)
+
+
+def _rows(run_dir: Path) -> list[dict]:
+    import csv
+
+    try:
+        return list(csv.DictReader(open(run_dir / "progress.csv")))
+    except FileNotFoundError:
+        return []
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find child processes")
+def test_ctrl_c_stops_cleanly_keeps_last_pt_writes_the_plot_and_says_how_to_resume(tmp_path: Path):
+    run_dir = tmp_path / "interrupted"
+    process = _start_training(run_dir, "--no-progress")
+    _wait_for(lambda: any(row["win_rate_vs_simple"] for row in _rows(run_dir)), process)  # one evaluation done
+    children = _children(process.pid)
+    assert children, "the evaluator process should be running"
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGINT
+    assert "Traceback" not in err and "leaked" not in err, err
+    assert "stopped by SIGINT" in err and "--resume" in err and f"--run-dir {run_dir}" in err
+    assert "stopped:" in out
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["stopped_by"] == "SIGINT"
+    meta = load_checkpoint(run_dir / "last.pt")["metadata"]
+    assert meta["progress"]["update"] == summary["updates"] == len([r for r in _rows(run_dir) if r["phase"] != "evaluation"])
+    assert (run_dir / "learning_curve.png").is_file() and (run_dir / "best.pt").is_file()
+    assert not list(run_dir.glob("candidate_*.pt"))
+    time.sleep(1)
+    assert not [pid for pid in children if _alive(pid)], "a child process outlived the trainer"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find child processes")
+def test_sigterm_twice_stops_at_once_without_leaks(tmp_path: Path):
+    run_dir = tmp_path / "terminated"
+    process = _start_training(run_dir, "--no-progress", "--bc-updates", "0")
+    _wait_for(lambda: len(_rows(run_dir)) >= 1 and list(run_dir.glob("candidate_*.pt")), process)
+    children = _children(process.pid)
+    process.send_signal(signal.SIGTERM)  # only the trainer, as `kill PID` does
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM
+    assert "Traceback" not in err and "leaked" not in err, err
+    assert "stopped by SIGTERM" in err and "--resume" in err
+    assert json.loads((run_dir / "summary.json").read_text())["stopped_by"] == "SIGTERM"
+    load_checkpoint(run_dir / "last.pt")  # intact
+    assert not list(run_dir.glob("candidate_*.pt"))
+    time.sleep(1)
+    assert not [pid for pid in children if _alive(pid)], "a child process outlived the trainer"
 
 
 # ----------------------------------------------------------------------------- the privileged critic

@@ -50,10 +50,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from okgin_env.bots.simple import simple_action_for_state
+from okgin_env.bots.simple import SimpleBot, simple_action_for_state
+from okgin_env.match_loop import play_match
 from okgin_env.observation import encode
 from okgin_env.rules.config import make_config
-from okgin_env.rules.match import MatchState
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
@@ -95,8 +95,8 @@ class _Player:
     """The policy being improved, acting on engine states through its observation."""
 
     def __init__(self, checkpoint: str, rules: str):
-        self.policy = load_policy(checkpoint)
         self.config = make_config(rules)
+        self.policy = load_policy(checkpoint, rules=self.config)
 
     def action(self, state, scores, seat: int) -> int:
         legal = state.legal_actions()
@@ -119,44 +119,51 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int) -> f
 
 
 def label_decisions(job: tuple[str, str, int, int, str]) -> str:
-    """One worker: play matches and label ``count`` decisions; save them to ``out`` (npz)."""
+    """One worker: play matches and label ``count`` decisions; save them to ``out`` (npz).
+
+    The matches run in ``okgin_env.match_loop.play_match``: the policy (greedy) in one seat,
+    alternating from match to match, ``simple`` in the others; each of the policy's decisions
+    with a choice is labelled before it acts (``Q`` of every legal action on the true state).
+    One generator, seeded with ``seed``, gives the simple bot's tie-breaks and each label's
+    continuation seed, in the order the decisions come: the same job gives the same labels.
+    """
     checkpoint, rules, seed, count, out = job
     torch.set_num_threads(1)
     player = _Player(checkpoint, rules)
     config = player.config
     num_players = config.num_players
     rng = random.Random(seed)
+    opponent = SimpleBot()
+    opponent.rng = rng  # shared with the continuation seeds (see the docstring)
     records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q")}
+    learner = 0
+
+    def label(match, seat: int, observation: dict[str, np.ndarray]) -> bool:
+        """Label the learner's decision if it has a choice; True (stop) once the chunk is full."""
+        if len(records["q"]) >= count:
+            return True
+        if seat != learner or np.count_nonzero(observation["action_mask"]) < 2:
+            return False
+        state = match.round
+        context, features, ids, legal_flags, actions = encode_decision(
+            observation["observation"], observation["action_mask"], num_players)
+        tie_seed = rng.getrandbits(32)
+        q = np.zeros(MAX_LEGAL_ACTIONS, dtype=np.float32)
+        for i, action in enumerate(actions):  # the same future for every action
+            trial = state.clone()
+            trial.apply_unchecked(action)
+            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed)
+        for key, value in (("obs", observation["observation"]), ("ctx", context), ("feat", features), ("ids", ids),
+                           ("legal", legal_flags), ("q", q)):
+            records[key].append(value)
+        return False
+
     game = 0
     while len(records["q"]) < count:
         learner = game % num_players
-        match = MatchState(config, np.random.default_rng([seed, game]))
+        policies = [player.policy if s == learner else opponent for s in range(num_players)]
+        play_match(config, policies, np.random.default_rng([seed, game]), on_decision=label)
         game += 1
-        while not match.is_over and len(records["q"]) < count:
-            state = match.round
-            if state.is_over:
-                match.deal_next_round()
-                continue
-            if state.current != learner:
-                match.apply(simple_action_for_state(state, rng))
-                continue
-            legal = state.legal_actions()
-            action = legal[0]
-            if len(legal) > 1:
-                mask = state.legal_mask()
-                observation = encode(state, match.scores, config.target_score, learner)
-                context, features, ids, legal_flags, actions = encode_decision(observation, mask, num_players)
-                tie_seed = rng.getrandbits(32)
-                q = np.zeros(MAX_LEGAL_ACTIONS, dtype=np.float32)
-                for i, action in enumerate(actions):  # the same future for every action
-                    trial = state.clone()
-                    trial.apply_unchecked(action)
-                    q[i] = rollout_points(player, trial, match.scores, learner, tie_seed)
-                for key, value in (("obs", observation), ("ctx", context), ("feat", features), ("ids", ids),
-                                   ("legal", legal_flags), ("q", q)):
-                    records[key].append(value)
-                action = player.policy.act({"observation": observation, "action_mask": mask})  # already encoded
-            match.apply(action)
     np.savez_compressed(out, **{k: np.stack(v) for k, v in records.items()})
     return out
 

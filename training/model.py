@@ -51,6 +51,14 @@ class PolicyValueNet(nn.Module):
         return logits, self.value_head(embedded).squeeze(-1)
 
 
+def parameter_shapes(observation_size: int, hidden: int) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor in ``PolicyValueNet(observation_size, hidden).state_dict()``,
+    computed on the meta device: nothing is allocated and no random number is drawn."""
+    with torch.device("meta"):
+        model = PolicyValueNet(observation_size, hidden=hidden)
+    return {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+
+
 class PrivilegedCritic(nn.Module):
     """Training-only value network: the observation plus hidden facts (``privileged_features``).
 

@@ -1,4 +1,15 @@
-"""Checkpoints: save atomically, load safely (``weights_only=True``), play from observations."""
+"""Checkpoints: save atomically, load safely, play from observations.
+
+A checkpoint is the ``torch.save`` of a dict ``{"format": 1, "model": state_dict, "metadata":
+{...}}`` (a run's ``last.pt`` also holds optimizer states). ``load_checkpoint`` reads it with
+``weights_only=True`` (no code in the file runs) and checks every field before anything is
+built from it: the metadata's types and values (``rules``, ``num_players``,
+``observation_size``, ``hidden``, the observation layout version), that it was made for the
+rules the caller plays, and that every weight tensor has the shape the network expects and is
+finite. Any problem is a ``CheckpointError`` naming the file and what is wrong. So a file of
+another preset, a damaged file or a hostile one never reaches the network, and no size read
+from a file is allocated before it is known to match the weights actually stored.
+"""
 
 from __future__ import annotations
 
@@ -11,22 +22,28 @@ import numpy as np
 import torch
 
 from okgin_env.observation import OBSERVATION_VERSION, layout_for
+from okgin_env.observation import view as observation_view
+from okgin_env.rules.actions import NUM_ACTIONS
+from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 
-from .features import MAX_LEGAL_ACTIONS, ObservationView, action_features, context_features
-from .model import PolicyValueNet
+from .features import MAX_LEGAL_ACTIONS, action_features, context_features
+from .model import PolicyValueNet, parameter_shapes
 
 CHECKPOINT_FORMAT = 1
+#: Widest network a checkpoint may describe (trained ones use 192): bounds what a file can make us build.
+MAX_HIDDEN = 4096
 
 
 class CheckpointError(ValueError):
     """A checkpoint file is missing, corrupt, or made for other rules or another observation layout."""
 
 
+# ----------------------------------------------------------------------------- saving
+
+
 def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
     """Write weights + metadata to ``path`` atomically (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
+    write_checkpoint(path, {
         "format": CHECKPOINT_FORMAT,
         "model": model.state_dict(),
         "metadata": {
@@ -36,7 +53,14 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str,
             **metadata,
         },
         **(extra or {}),
-    }
+    })
+
+
+def write_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
+    """``torch.save(payload)`` to a temporary file beside ``path``, then rename: an interrupted
+    write never leaves a half-written ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(handle)
     try:
@@ -47,39 +71,129 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str,
             os.remove(temporary)
 
 
-def load_checkpoint(path: str | Path, rules: str | None = None, num_players: int | None = None) -> dict[str, Any]:
-    """Load and check a checkpoint; clear errors name the file and what does not match."""
+# ----------------------------------------------------------------------------- loading and checking
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def expected_rules(rules: str | RulesConfig | None, num_players: int | None) -> tuple[str | None, int | None]:
+    """``(preset, player count)`` to check a file against (``None``: not checked); a
+    ``RulesConfig`` gives both."""
+    if isinstance(rules, RulesConfig):
+        return rules.rules, rules.num_players if num_players is None else num_players
+    if rules is not None and rules not in PRESETS:
+        raise ValueError(f"rules={rules!r} is not a preset; allowed: {', '.join(PRESETS)}, a RulesConfig or None")
+    if num_players is not None and not _is_int(num_players):
+        raise ValueError(f"num_players={num_players!r} is not an int")
+    return rules, num_players
+
+
+def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, num_players: int | None = None) -> dict[str, Any]:
+    """Read and check a checkpoint (see the module docstring); its payload dict.
+
+    ``rules`` (a preset name or a ``RulesConfig``) and ``num_players``: what the caller plays; a
+    file made for anything else is refused. ``None``: not checked.
+    """
+    want_rules, want_players = expected_rules(rules, num_players)
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises several types for a damaged file
+    except Exception as error:  # torch raises several types for a damaged or unsafe file
         raise CheckpointError(f"checkpoint {path} cannot be read (corrupt or not a torch file): {error}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT or "model" not in payload:
         raise CheckpointError(f"checkpoint {path} is not an okgin policy checkpoint (format {CHECKPOINT_FORMAT})")
-    meta = payload["metadata"]
-    if meta.get("observation_version") != OBSERVATION_VERSION:
+    meta = payload.get("metadata")
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"checkpoint {path} has no metadata dict (got {type(meta).__name__})")
+    _check_metadata(path, meta)
+    if want_rules is not None and meta["rules"] != want_rules:
         raise CheckpointError(
-            f"checkpoint {path} uses observation layout version {meta.get('observation_version')}; "
-            f"this okgin_env uses version {OBSERVATION_VERSION}"
+            f"checkpoint {path} was trained for rules={meta['rules']!r}, not {want_rules!r}; "
+            f"play it with rules={meta['rules']!r}, num_players={meta['num_players']}"
         )
-    if rules is not None and meta.get("rules") != rules:
-        raise CheckpointError(f"checkpoint {path} was trained for rules={meta.get('rules')!r}, not {rules!r}")
-    if num_players is not None and meta.get("num_players") != num_players:
+    if want_players is not None and meta["num_players"] != want_players:
         raise CheckpointError(
-            f"checkpoint {path} was trained for num_players={meta.get('num_players')}, not {num_players}"
+            f"checkpoint {path} was trained for num_players={meta['num_players']}, not {want_players}; "
+            f"play it with rules={meta['rules']!r}, num_players={meta['num_players']}"
         )
+    _check_weights(path, payload["model"], parameter_shapes(meta["observation_size"], meta["hidden"]))
     return payload
 
 
+def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
+    """Types and values of the fields the network and the rules are built from."""
+    version = meta.get("observation_version")
+    if version != OBSERVATION_VERSION or not _is_int(version):
+        raise CheckpointError(
+            f"checkpoint {path} uses observation layout version {version}; this okgin_env uses version {OBSERVATION_VERSION}"
+        )
+    for name in ("rules", "num_players", "observation_size", "hidden"):
+        if name not in meta:
+            raise CheckpointError(f"checkpoint {path}: metadata has no {name!r}")
+    rules, players, size, hidden = meta["rules"], meta["num_players"], meta["observation_size"], meta["hidden"]
+    if rules not in PRESETS:
+        raise CheckpointError(f"checkpoint {path}: metadata rules={rules!r}; allowed: {', '.join(PRESETS)}")
+    if not _is_int(players):
+        raise CheckpointError(f"checkpoint {path}: metadata num_players={players!r} is not an int")
+    try:
+        make_config(rules, num_players=players)
+    except ValueError as error:
+        raise CheckpointError(f"checkpoint {path}: metadata {error}") from None
+    expected_size = layout_for(players).size
+    if not _is_int(size) or size != expected_size:
+        raise CheckpointError(
+            f"checkpoint {path}: metadata observation_size={size!r}, but the {players}-player observation has {expected_size} entries"
+        )
+    if not _is_int(hidden) or not 1 <= hidden <= MAX_HIDDEN:
+        raise CheckpointError(f"checkpoint {path}: metadata hidden={hidden!r}; expected an int in 1..{MAX_HIDDEN}")
+
+
+def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Exactly the network's tensors, each of its shape, floating point and finite."""
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path}: 'model' is a {type(state).__name__}, not a dict of tensors")
+    missing = sorted(set(shapes) - set(state))
+    unexpected = sorted(set(state) - set(shapes), key=str)
+    if missing or unexpected:
+        raise CheckpointError(f"checkpoint {path} does not match the network: missing {missing}, unexpected {unexpected}")
+    for name, shape in shapes.items():
+        tensor = state[name]
+        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
+            raise CheckpointError(f"checkpoint {path}: weight {name} is not a floating-point tensor")
+        if tuple(tensor.shape) != shape:
+            raise CheckpointError(
+                f"checkpoint {path} does not match the network: weight {name} has shape {tuple(tensor.shape)}, "
+                f"the metadata's sizes give {shape}"
+            )
+        if not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"checkpoint {path}: weight {name} holds NaN or infinite values")
+
+
 def build_model(metadata: dict[str, Any]) -> PolicyValueNet:
+    """A freshly initialised network of the sizes in ``metadata`` (draws from torch's RNG)."""
     return PolicyValueNet(metadata["observation_size"], hidden=metadata.get("hidden", 192))
+
+
+def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:
+    """The network of a checked payload (``load_checkpoint``), built without touching torch's RNG."""
+    with torch.random.fork_rng(devices=[]):
+        model = build_model(payload["metadata"])
+    model.load_state_dict(payload["model"])
+    return model
+
+
+# ----------------------------------------------------------------------------- playing
 
 
 def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int):
     """Network inputs of one decision: (context, action features, action ids, legal flags, actions)."""
-    view = ObservationView(observation, num_players)
+    view = observation_view({"observation": observation, "action_mask": mask})
+    if view.num_players != num_players:
+        raise ValueError(f"the observation is for {view.num_players} players, the network for {num_players}")
     actions = [int(a) for a in np.flatnonzero(mask)]
     features = np.zeros((MAX_LEGAL_ACTIONS, action_features(view, []).shape[1]), dtype=np.float32)
     features[: len(actions)] = action_features(view, actions)
@@ -111,6 +225,11 @@ class NetworkPolicy:
             raise ValueError(
                 f"observation has {flat.shape[-1]} entries; this policy expects the {self.num_players}-player layout"
             )
+        if np.shape(mask) != (NUM_ACTIONS,) or not np.any(mask):
+            raise ValueError(
+                f"action_mask must be {NUM_ACTIONS} flags with at least one legal action (the acting agent's "
+                f"observation); got shape {np.shape(mask)} with {int(np.count_nonzero(mask))} legal"
+            )
         context, features, ids, legal, actions = encode_decision(flat, mask, self.num_players)
         if len(actions) == 1:
             return actions[0]
@@ -129,17 +248,27 @@ class NetworkPolicy:
         return actions[int(self.rng.choice(len(actions), p=probabilities / probabilities.sum()))]
 
 
-def load_policy(path: str | Path, greedy: bool = True, seed: int | None = None, threads: int | None = 1) -> NetworkPolicy:
+def load_policy(
+    path: str | Path,
+    greedy: bool = True,
+    seed: int | None = None,
+    threads: int | None = 1,
+    *,
+    rules: str | RulesConfig | None = "classic",
+    num_players: int | None = None,
+) -> NetworkPolicy:
     """A policy object with ``act(observation) -> int`` from a checkpoint file.
 
-    ``threads``: torch CPU threads to use (default 1, the fastest for single observations;
-    ``None`` leaves torch's setting alone).
+    ``rules`` and ``num_players``: what the policy will play (default: classic, two players, as
+    ``okgin_env.env()``); a file trained for other rules or another player count raises
+    ``CheckpointError``. ``rules`` may be a preset name (``num_players`` then defaults to that
+    preset's own count), a ``RulesConfig`` (its preset and player count), or ``None`` to accept
+    the file's own rules. ``threads``: torch CPU threads to use (default 1, the fastest for
+    single observations; ``None`` leaves torch's setting alone). Loading does not draw from
+    torch's global random generator.
     """
-    payload = load_checkpoint(path)
-    meta = payload["metadata"]
-    model = build_model(meta)
-    try:
-        model.load_state_dict(payload["model"])
-    except RuntimeError as error:
-        raise CheckpointError(f"checkpoint {path} does not match the network: {error}") from None
-    return NetworkPolicy(model, meta["num_players"], greedy=greedy, seed=seed, threads=threads)
+    if isinstance(rules, str) and rules in PRESETS and num_players is None:
+        num_players = make_config(rules).num_players
+    payload = load_checkpoint(path, rules=rules, num_players=num_players)
+    model = model_from_checkpoint(payload)
+    return NetworkPolicy(model, payload["metadata"]["num_players"], greedy=greedy, seed=seed, threads=threads)

@@ -1,14 +1,37 @@
 """Train a masked-action policy for Oklahoma Gin with PPO against the ``simple`` bot.
 
-Read top to bottom: arguments, seeding, the batched tables the learner plays at, the rollout,
-the PPO update, evaluation and checkpoints. Run ``python -m training.train --help``.
+Read top to bottom: arguments; the networks, the learner's tables and the rollout buffers; the
+rollout; advantages; the update; ``main``, which seeds everything and runs the loop (the
+evaluation process, the run's files and log and the signal handling are in ``training.run``).
+Run ``python -m training.train --help``.
 
-Method (why): a behaviour-cloning warm start copies the ``simple`` bot in a few updates, so PPO
+**Outputs**, all in ``--run-dir`` (default ``runs/ppo``; printed at the start):
+
+- ``last.pt``: the policy, optimizer states and progress after every update; ``--resume``
+  continues from it (same seed and options);
+- ``best.pt``: the checkpoint with the best evaluation against ``simple`` (its result in its
+  metadata), a policy for ``training.load_policy`` and ``okgin-eval``;
+- ``progress.csv``: one row per update (phase, losses, diagnostics, the evaluation that finished
+  during it), and a row of phase ``evaluation`` for one that finished after the last update;
+- ``tensorboard/``: ``losses/`` (policy_loss, value_loss, entropy, approx_kl, clipfrac,
+  explained_variance, critic_loss) and ``charts/`` (training points per round, decisions per
+  second, learning rate, evaluation win rates); ``tensorboard --logdir RUN_DIR/tensorboard``;
+- ``learning_curve.png``: the evaluations' win rates against wall time, written at the end
+  (``python -m training.plot RUN_DIR`` redraws it at any time);
+- ``summary.json``: what the run did (decisions, updates, best and last evaluation, how it ended).
+
+**Stopping.** Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves ``last.pt``,
+stops the evaluation process, removes unevaluated ``candidate_*.pt`` files and writes the plot and
+the summary; a second signal stops at once (``last.pt`` then holds the update before). Either
+way the run continues with ``--resume``.
+
+**Method** (why): a behaviour-cloning warm start copies the ``simple`` bot in a few updates, so PPO
 starts from a policy that already finishes rounds instead of from random play that almost never
 does (random rounds are 96-99% draws). PPO then improves on it against ``simple`` itself, with
-rewards = the learner's zero-sum round points / 25, one round = one GAE episode, inside full
-matches (so the score inputs are realistic). Both cores: the learner steps all tables and runs
-batched inference in the main process while evaluation runs in a second process.
+rewards = the learner's zero-sum round points / 25, one round = one GAE episode (gamma 1),
+inside full matches (so the score inputs are realistic). Both cores: the learner steps all
+tables and runs batched inference in the main process while evaluation (mirrored full matches
+through ``okgin_env.evaluate``) runs in a second process.
 
 Optionally (``--privileged-critic``) advantages come from a training-only
 value network that also sees the opponent's hand and the next stock cards (``privileged_features``).
@@ -23,37 +46,41 @@ imitation; the critic, if any, warms up first).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
-import multiprocessing as mp
+import math
 import random
+import shlex
+import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from okgin_env.bots.simple import simple_action_for_state
-from okgin_env.observation import encode, layout_for
-from okgin_env.rules.config import make_config
-from okgin_env.rules.match import MatchState
+from okgin_env.observation import layout_for
+from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 from okgin_env.vector import VectorGymEnv
 
 from .cli import parse_dataclass_args, seed_everything
-from .features import privileged_features
-from .model import PrivilegedCritic
+from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_PRIVILEGED_FEATURES, privileged_features
+from .model import PolicyValueNet, PrivilegedCritic
 from .plot import plot_progress
-from .policy import build_model, encode_decision, load_checkpoint, save_checkpoint
+from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_decision, load_checkpoint, save_checkpoint, write_checkpoint
+from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, format_evaluation
+
+PROG = "python -m training.train"
 
 
 @dataclass
 class Args:
     seed: int = field(default=1, metadata={"help": "seed for python, numpy, torch and the deals"})
-    rules: str = field(default="classic", metadata={"help": "rules preset the policy is trained for"})
+    rules: str = field(default="classic", metadata={"help": "rules preset the policy is trained for", "choices": PRESETS})
     total_decisions: int = field(default=3_000_000, metadata={"help": "learner decisions to train for"})
     num_tables: int = field(default=128, metadata={"help": "games stepped together (batched inference)"})
     rollout_length: int = field(default=64, metadata={"help": "learner decisions per table per update"})
@@ -77,7 +104,10 @@ class Args:
     critic_warmup_updates: int = field(default=5, metadata={
         "help": "updates that train only the privileged critic before the policy moves (after imitation or --init-from)"})
     eval_every: int = field(default=10, metadata={"help": "updates between evaluations"})
-    eval_matches: int = field(default=400, metadata={"help": "matches per evaluation against simple"})
+    eval_matches: int = field(default=400, metadata={"help": "matches per evaluation against simple (a tenth, at least 10, against random)"})
+    eval_max_rounds: int = field(default=50, metadata={
+        "help": "an evaluation match still undecided after this many rounds counts as a draw (a policy that "
+                "never knocks would play forever against random)"})
     run_dir: str = field(default="runs/ppo", metadata={"help": "checkpoints, CSV, TensorBoard logs, plot"})
     resume: bool = field(default=False, metadata={"help": "continue from run_dir/last.pt"})
     torch_threads: int = field(default=1, metadata={"help": "torch CPU threads in the learner"})
@@ -88,7 +118,64 @@ def parse_args(argv: list[str] | None = None) -> Args:
     return parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
 
 
-# ----------------------------------------------------------------------------- the batched tables
+def check_args(args: Args) -> None:
+    """A ``ValueError`` naming the first argument out of its range (before anything is written)."""
+    at_least = {"total_decisions": 1, "num_tables": 1, "rollout_length": 1, "bc_updates": 0, "bc_epochs": 1,
+                "ppo_epochs": 1, "minibatch_size": 1, "critic_hidden": 1, "critic_warmup_updates": 0,
+                "eval_every": 1, "eval_matches": 1, "eval_max_rounds": 1, "torch_threads": 1}
+    for name, low in at_least.items():
+        if getattr(args, name) < low:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
+    if not 1 <= args.hidden <= MAX_HIDDEN:
+        raise ValueError(f"--hidden must be in 1..{MAX_HIDDEN}, got {args.hidden}")
+    for name in ("bc_learning_rate", "learning_rate", "critic_learning_rate", "clip_coef", "reward_scale"):
+        if not getattr(args, name) > 0 or not math.isfinite(getattr(args, name)):
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive number, got {getattr(args, name)}")
+    for name in ("entropy_coef", "value_coef"):
+        if not getattr(args, name) >= 0 or not math.isfinite(getattr(args, name)):
+            raise ValueError(f"--{name.replace('_', '-')} must be a number >= 0, got {getattr(args, name)}")
+    if not 0 <= args.gae_lambda <= 1:
+        raise ValueError(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
+    if args.rules not in PRESETS:
+        raise ValueError(f"--rules {args.rules!r}; allowed: {', '.join(PRESETS)}")
+
+
+# ----------------------------------------------------------------------------- the networks, the tables and the rollout buffers
+
+
+@dataclass
+class Networks:
+    """The policy (with its own value head) and, optionally, the training-only privileged critic."""
+
+    model: PolicyValueNet
+    optimizer: torch.optim.Optimizer
+    critic: PrivilegedCritic | None = None
+    critic_optimizer: torch.optim.Optimizer | None = None
+
+    @classmethod
+    def build(cls, args: Args, observation_size: int) -> "Networks":
+        model = build_model({"observation_size": observation_size, "hidden": args.hidden})
+        networks = cls(model, torch.optim.Adam(model.parameters(), lr=args.learning_rate, eps=1e-5))
+        if args.privileged_critic:
+            networks.critic = PrivilegedCritic(observation_size, hidden=args.critic_hidden)
+            networks.critic_optimizer = torch.optim.Adam(networks.critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
+        return networks
+
+    def values(self, inputs: tuple[torch.Tensor, ...], tables: VectorGymEnv) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(logits, values, privileged inputs)`` of a batch: the values are the critic's if there is one."""
+        logits, value = self.model(*inputs)
+        privileged = None
+        if self.critic is not None:
+            privileged = privileged_batch(tables)
+            value = self.critic(inputs[0], inputs[1], privileged)
+        return logits, value, privileged
+
+    def training_state(self) -> dict[str, Any]:
+        """What ``last.pt`` keeps beside the policy's weights, for ``--resume``."""
+        state = {"optimizer": self.optimizer.state_dict()}
+        if self.critic is not None:
+            state.update(critic=self.critic.state_dict(), critic_optimizer=self.critic_optimizer.state_dict())
+        return state
 
 
 def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int):
@@ -108,283 +195,382 @@ def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int):
 
 def privileged_batch(tables: VectorGymEnv) -> torch.Tensor:
     """Hidden facts of every table at its learner's decision (inputs of the training critic only)."""
-    seats = tables.batch.seats
     return torch.from_numpy(np.stack([privileged_features(match.round, int(seat))
-                                      for match, seat in zip(tables.batch.matches, seats)]))
+                                      for match, seat in zip(tables.batch.matches, tables.batch.seats)]))
 
 
-# ----------------------------------------------------------------------------- evaluation (second process)
+@dataclass
+class Rollout:
+    """One update's learner decisions, as preallocated ``(T steps, N tables, ...)`` tensors
+    (filled in place by every rollout)."""
+
+    observations: torch.Tensor
+    contexts: torch.Tensor
+    action_features: torch.Tensor
+    action_ids: torch.Tensor
+    legal: torch.Tensor
+    actions: torch.Tensor  # index into the decision's legal actions
+    log_probs: torch.Tensor
+    values: torch.Tensor  # the critic's if there is one, else the policy's value head
+    rewards: torch.Tensor  # round points / reward_scale, at the step that ended the round
+    round_ends: torch.Tensor  # 1.0 where a round (one GAE episode) ended during the step
+    privileged: torch.Tensor | None
+    round_points: float = 0.0  # the learner's raw points over the rounds that ended
+    rounds: int = 0
+
+    @classmethod
+    def allocate(cls, steps: int, tables: int, observation_size: int, privileged: bool) -> "Rollout":
+        shape = (steps, tables)
+        return cls(
+            observations=torch.zeros(*shape, observation_size),
+            contexts=torch.zeros(*shape, NUM_CONTEXT_FEATURES),
+            action_features=torch.zeros(*shape, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES),
+            action_ids=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.long),
+            legal=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.bool),
+            actions=torch.zeros(shape, dtype=torch.long),
+            log_probs=torch.zeros(shape),
+            values=torch.zeros(shape),
+            rewards=torch.zeros(shape),
+            round_ends=torch.zeros(shape),
+            privileged=torch.zeros(*shape, NUM_PRIVILEGED_FEATURES) if privileged else None,
+        )
+
+    def flat(self, name: str) -> torch.Tensor:
+        """Buffer ``name`` with steps and tables merged into one batch dimension."""
+        tensor = getattr(self, name)
+        return tensor.reshape(-1, *tensor.shape[2:])
 
 
-def evaluate_checkpoint(path: str, matches: int, seed: int) -> dict[str, float]:
-    """Win rate over full matches against simple and random: seats alternated, deals mirrored
-    (each deal sequence is played from both seats)."""
-    from .policy import load_policy
-
-    torch.set_num_threads(1)
-    policy = load_policy(path)
-    config = make_config(policy_rules(path))
-    results = {}
-    for name in ("simple", "random"):
-        count = matches if name == "simple" else max(10, matches // 10)
-        wins, points, rounds = 0, 0.0, 0
-        for game in range(count):
-            learner = game % 2
-            match = MatchState(config, np.random.default_rng([seed, game // 2]))
-            bot_rng = random.Random(game)
-            while not match.is_over:
-                state = match.round
-                if state.is_over:
-                    match.deal_next_round()
-                    continue
-                if state.current == learner:
-                    view = {"observation": encode(state, match.scores, config.target_score, learner),
-                            "action_mask": state.legal_mask()}
-                    action = policy.act(view)
-                elif name == "simple":
-                    action = simple_action_for_state(state, bot_rng)
-                else:
-                    action = bot_rng.choice(state.legal_actions())
-                outcome = match.apply(action)
-                if outcome is not None:
-                    points += outcome.rewards[learner]
-                    rounds += 1
-            wins += match.winner == learner
-        results[f"win_rate_vs_{name}"] = wins / count
-        results[f"points_per_round_vs_{name}"] = points / max(1, rounds)
-    return results
+# ----------------------------------------------------------------------------- rollout
 
 
-def keep_as_best(candidate: str, evaluation: dict[str, float], best_path: Path) -> None:
-    """Save the evaluated candidate as the best checkpoint, with its own evaluation in the metadata."""
-    payload = load_checkpoint(candidate)
-    model = build_model(payload["metadata"])
-    model.load_state_dict(payload["model"])
-    save_checkpoint(best_path, model, {**payload["metadata"], "evaluation": evaluation})
+def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray,
+                    rollout: Rollout, teacher_rng: random.Random | None, reward_scale: float):
+    """Every table's learner decides once per step, in one batched forward pass, for T steps.
 
-
-def policy_rules(path: str) -> str:
-    return load_checkpoint(path)["metadata"]["rules"]
-
-
-# ----------------------------------------------------------------------------- training
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    run_dir = Path(args.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-
-    # Seeding: one block for every source of randomness.
-    seed_everything(args.seed, args.torch_threads)
-    table_rng = np.random.default_rng(args.seed)
-
-    config = make_config(args.rules)
-    num_players = config.num_players
-    observation_size = layout_for(num_players).size
-    model = build_model({"observation_size": observation_size, "hidden": args.hidden})
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.learning_rate, eps=1e-5)
-    critic = critic_optimizer = None
-    if args.privileged_critic:
-        critic = PrivilegedCritic(observation_size, hidden=args.critic_hidden)
-        critic_optimizer = torch.optim.Adam(critic.parameters(), lr=args.critic_learning_rate, eps=1e-5)
-    metadata = {"rules": args.rules, "num_players": config.num_players, "args": dataclasses.asdict(args)}
-    update, decisions, best_win_rate, elapsed_before = 0, 0, -1.0, 0.0
-    # Imitation first, unless the policy starts from trained weights; then the critic alone learns
-    # for a few updates, so that its first advantages are not noise.
-    imitation_updates = 0 if args.init_from else args.bc_updates
-    policy_frozen_until = imitation_updates + (args.critic_warmup_updates if args.privileged_critic else 0)
-    if args.init_from and not (args.resume and (run_dir / "last.pt").exists()):
-        start_payload = load_checkpoint(args.init_from, rules=args.rules)
-        if start_payload["metadata"].get("hidden") != args.hidden:
-            raise ValueError(f"--init-from {args.init_from} has hidden={start_payload['metadata'].get('hidden')}; "
-                             f"pass --hidden {start_payload['metadata'].get('hidden')}")
-        model.load_state_dict(start_payload["model"])
-    if args.resume and (run_dir / "last.pt").exists():
-        payload = load_checkpoint(run_dir / "last.pt", rules=args.rules)
-        model.load_state_dict(payload["model"])
-        optimizer.load_state_dict(payload["optimizer"])
-        if critic is not None and "critic" in payload:
-            critic.load_state_dict(payload["critic"])
-            critic_optimizer.load_state_dict(payload["critic_optimizer"])
-        progress_state = payload["metadata"]["progress"]
-        update, decisions = progress_state["update"], progress_state["decisions"]
-        best_win_rate, elapsed_before = progress_state["best_win_rate"], progress_state["elapsed"]
-        table_rng = np.random.default_rng([args.seed, update])
-
-    # The learner plays one seat (alternating each match) of every table; the simple bot the other.
-    tables = VectorGymEnv(args.num_tables, opponent="simple", learner_seat="alternate", rules=args.rules,
-                          episode="match", reward="points")
-    observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
-    masks = infos["action_mask"]
-    teacher_rng = random.Random(args.seed)
-    writer = SummaryWriter(str(run_dir / "tensorboard"))
-    csv_path = run_dir / "progress.csv"
-    csv_fields = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "critic_loss", "entropy",
-                  "train_points_per_round", "win_rate_vs_simple", "win_rate_vs_random", "points_per_round_vs_simple"]
-    if not csv_path.exists():
-        with open(csv_path, "w", newline="") as handle:
-            csv.DictWriter(handle, csv_fields).writeheader()
-    evaluator = mp.get_context("spawn").Pool(1)
-    pending_eval = None
-    start = time.time() - elapsed_before
-    bar = tqdm(total=args.total_decisions, initial=decisions, disable=not args.progress, unit="dec")
-    last_eval: dict[str, float] = {}
-
-    while decisions < args.total_decisions:
-        behaviour_cloning = update < imitation_updates
-        policy_frozen = update < policy_frozen_until and not behaviour_cloning
-        # ---- rollout: every table's learner decides once per step, in one batched forward pass
-        storage: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "act", "logp", "value",
-                                                    "reward", "done", *(("priv",) if critic is not None else ()))}
-        round_points, rounds = 0.0, 0
-        for _ in range(args.rollout_length):
-            (obs, ctx, feat, ids, legal), legal_actions = encode_batch(observations, masks, num_players)
-            privileged = privileged_batch(tables) if critic is not None else None
-            with torch.no_grad():
-                logits, value = model(obs, ctx, feat, ids, legal)
-                if critic is not None:
-                    value = critic(obs, ctx, privileged)
+    ``teacher_rng`` given (imitation): the simple bot chooses the actions; otherwise they are
+    sampled from the policy. Returns the observations and masks after the last step.
+    """
+    num_players = tables.batch.num_players
+    rollout.round_points, rollout.rounds = 0.0, 0
+    for t in range(rollout.actions.shape[0]):
+        inputs, legal_actions = encode_batch(observations, masks, num_players)
+        with torch.no_grad():
+            logits, value, privileged = networks.values(inputs, tables)
             distribution = torch.distributions.Categorical(logits=logits)
-            if behaviour_cloning:
-                states = [match.round for match in tables.batch.matches]
-                chosen = torch.tensor([actions.index(simple_action_for_state(state, teacher_rng))
-                                       for state, actions in zip(states, legal_actions)])
+            if teacher_rng is not None:
+                chosen = torch.tensor([actions.index(simple_action_for_state(match.round, teacher_rng))
+                                       for match, actions in zip(tables.batch.matches, legal_actions)])
             else:
                 chosen = distribution.sample()
-            actions = np.array([acts[i] for acts, i in zip(legal_actions, chosen.tolist())])
-            observations, rewards, terminated, _, infos = tables.step(actions)
-            masks = infos["action_mask"]
-            # One round is one GAE episode: it ends when a round (or the match) ended during the step.
-            round_ended = terminated | infos.get("_round_outcome", np.zeros(args.num_tables, dtype=bool))
-            round_points += float(rewards[round_ended].sum())
-            rounds += int(round_ended.sum())
-            for key, value_ in (("obs", obs), ("ctx", ctx), ("feat", feat), ("ids", ids), ("legal", legal),
-                                ("act", chosen), ("logp", distribution.log_prob(chosen)), ("value", value),
-                                ("reward", torch.from_numpy(rewards / args.reward_scale)),
-                                ("done", torch.from_numpy(round_ended.astype(np.float32))), ("priv", privileged)):
-                if key in storage:
-                    storage[key].append(value_)
-        decisions += args.rollout_length * args.num_tables
-        batch = {k: torch.stack(v) for k, v in storage.items()}  # (T, N, ...)
+            log_prob = distribution.log_prob(chosen)
+        actions = np.array([acts[i] for acts, i in zip(legal_actions, chosen.tolist())])
+        observations, rewards, terminated, truncated, infos = tables.step(actions)
+        masks = infos["action_mask"]
+        # One round is one GAE episode: it ends when a round (or the match) ended during the step.
+        round_ended = terminated | truncated | infos.get("_round_outcome", np.zeros(len(actions), dtype=bool))
+        rollout.round_points += float(rewards[round_ended].sum())
+        rollout.rounds += int(round_ended.sum())
+        (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
+         rollout.legal[t]) = inputs
+        rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
+        rollout.rewards[t] = torch.from_numpy(rewards / reward_scale)
+        rollout.round_ends[t] = torch.from_numpy(round_ended.astype(np.float32))
+        if privileged is not None:
+            rollout.privileged[t] = privileged
+    return observations, masks
 
-        # ---- advantages: GAE inside each round (gamma = 1), bootstrapped from the next decision
-        with torch.no_grad():
-            next_inputs, _ = encode_batch(observations, masks, num_players)
-            _, next_value = model(*next_inputs)
+
+def bootstrap_value(networks: Networks, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray) -> torch.Tensor:
+    """The value of each table's next decision (where the rollout stopped)."""
+    with torch.no_grad():
+        inputs, _ = encode_batch(observations, masks, tables.batch.num_players)
+        return networks.values(inputs, tables)[1]
+
+
+# ----------------------------------------------------------------------------- advantages
+
+
+def compute_advantages(rollout: Rollout, next_value: torch.Tensor, gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(advantages, returns)``: GAE inside each round with gamma = 1, bootstrapped from the
+    next decision's value where a round runs past the end of the rollout."""
+    steps = rollout.rewards.shape[0]
+    advantages = torch.zeros_like(rollout.rewards)
+    running = torch.zeros(rollout.rewards.shape[1])
+    for t in reversed(range(steps)):
+        not_done = 1.0 - rollout.round_ends[t]
+        following = next_value if t == steps - 1 else rollout.values[t + 1]
+        delta = rollout.rewards[t] + following * not_done - rollout.values[t]
+        running = delta + gae_lambda * not_done * running
+        advantages[t] = running
+    return advantages, advantages + rollout.values
+
+
+def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
+    """1 - Var(target - predicted) / Var(target): 1 for a perfect value, 0 for no better than a constant."""
+    variance = float(target.var(correction=0))
+    return float("nan") if variance == 0 else 1.0 - float((target - predicted).var(correction=0)) / variance
+
+
+# ----------------------------------------------------------------------------- update
+
+INPUTS = ("observations", "contexts", "action_features", "action_ids", "legal")  # the policy's, in order
+
+
+def update_networks(networks: Networks, rollout: Rollout, advantages: torch.Tensor, returns: torch.Tensor,
+                    phase: str, args: Args) -> dict[str, float]:
+    """Minibatch passes over one rollout; the means of the losses and diagnostics.
+
+    ``phase`` ``"bc"``: cross-entropy towards the teacher's actions; ``"critic"``: only the
+    privileged critic learns; ``"ppo"``: the clipped PPO objective with a value loss and an
+    entropy bonus. The privileged critic, if any, learns in every phase.
+    """
+    model, optimizer, critic = networks.model, networks.optimizer, networks.critic
+    imitate = phase == "bc"
+    inputs = [rollout.flat(name) for name in INPUTS]
+    chosen, old_log_probs = rollout.flat("actions"), rollout.flat("log_probs")
+    privileged = rollout.flat("privileged") if critic is not None else None
+    flat_advantages, flat_returns = advantages.reshape(-1), returns.reshape(-1)
+    size = flat_advantages.shape[0]
+    for group in optimizer.param_groups:
+        group["lr"] = args.bc_learning_rate if imitate else args.learning_rate
+    stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "critic_loss", "approx_kl", "clipfrac")}
+    for _ in range(args.bc_epochs if imitate else args.ppo_epochs):
+        order = torch.randperm(size)
+        for begin in range(0, size, args.minibatch_size):
+            idx = order[begin: begin + args.minibatch_size]
+            logits, value = model(*(x[idx] for x in inputs))
+            distribution = torch.distributions.Categorical(logits=logits)
+            log_prob = distribution.log_prob(chosen[idx])
+            entropy = distribution.entropy().mean()
+            value_loss = 0.5 * (value - flat_returns[idx]).pow(2).mean()
+            log_ratio = log_prob - old_log_probs[idx]
+            ratio = log_ratio.exp()
+            with torch.no_grad():  # diagnostics, as CleanRL: a KL estimate and the share of clipped ratios
+                stats["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
+                stats["clipfrac"].append(float(((ratio - 1).abs() > args.clip_coef).float().mean()))
+            critic_loss = float("nan")
             if critic is not None:
-                next_value = critic(next_inputs[0], next_inputs[1], privileged_batch(tables))
-        advantages = torch.zeros_like(batch["reward"])
-        running = torch.zeros(args.num_tables)
-        for t in reversed(range(args.rollout_length)):
-            not_done = 1.0 - batch["done"][t]
-            following = next_value if t == args.rollout_length - 1 else batch["value"][t + 1]
-            delta = batch["reward"][t] + following * not_done - batch["value"][t]
-            running = delta + args.gae_lambda * not_done * running
-            advantages[t] = running
-        returns = advantages + batch["value"]
-
-        # ---- update
-        flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in batch.items()}
-        flat_adv, flat_ret = advantages.reshape(-1), returns.reshape(-1)
-        size = flat_adv.shape[0]
-        losses = []
-        for group in optimizer.param_groups:
-            group["lr"] = args.bc_learning_rate if behaviour_cloning else args.learning_rate
-        for _ in range(args.bc_epochs if behaviour_cloning else args.ppo_epochs):
-            order = torch.randperm(size)
-            for begin in range(0, size, args.minibatch_size):
-                idx = order[begin: begin + args.minibatch_size]
-                logits, value = model(flat["obs"][idx], flat["ctx"][idx], flat["feat"][idx], flat["ids"][idx], flat["legal"][idx])
-                distribution = torch.distributions.Categorical(logits=logits)
-                log_prob = distribution.log_prob(flat["act"][idx])
-                entropy = distribution.entropy().mean()
-                value_loss = 0.5 * (value - flat_ret[idx]).pow(2).mean()
-                critic_loss = torch.tensor(float("nan"))
-                if critic is not None:
-                    # The policy's own value head stays as an auxiliary target; the critic gives the advantages.
-                    critic_loss = 0.5 * (critic(flat["obs"][idx], flat["ctx"][idx], flat["priv"][idx]) - flat_ret[idx]).pow(2).mean()
-                    critic_optimizer.zero_grad()
-                    critic_loss.backward()
-                    torch.nn.utils.clip_grad_norm_(critic.parameters(), 0.5)
-                    critic_optimizer.step()
-                if policy_frozen:
-                    losses.append((float("nan"), value_loss.item(), entropy.item(), critic_loss.item()))
-                    continue
-                if behaviour_cloning:
-                    policy_loss = -log_prob.mean()
-                    loss = policy_loss + args.value_coef * value_loss
+                # The policy's own value head stays as an auxiliary target; the critic gives the advantages.
+                loss = 0.5 * (critic(inputs[0][idx], inputs[1][idx], privileged[idx]) - flat_returns[idx]).pow(2).mean()
+                networks.critic_optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(critic.parameters(), 0.5)
+                networks.critic_optimizer.step()
+                critic_loss = loss.item()
+            policy_loss = float("nan")
+            if phase != "critic":
+                if imitate:
+                    objective = -log_prob.mean()
+                    loss = objective + args.value_coef * value_loss
                 else:
-                    adv = flat_adv[idx]
+                    adv = flat_advantages[idx]
                     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                    ratio = (log_prob - flat["logp"][idx]).exp()
-                    policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
-                    loss = policy_loss + args.value_coef * value_loss - args.entropy_coef * entropy
+                    objective = torch.max(-adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+                    loss = objective + args.value_coef * value_loss - args.entropy_coef * entropy
                 optimizer.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
                 optimizer.step()
-                losses.append((policy_loss.item(), value_loss.item(), entropy.item(), critic_loss.item()))
-        update += 1
+                policy_loss = objective.item()
+            for key, value_ in (("policy_loss", policy_loss), ("value_loss", value_loss.item()),
+                                ("entropy", entropy.item()), ("critic_loss", critic_loss)):
+                stats[key].append(value_)
+    result = {key: float(np.mean(values)) for key, values in stats.items()}
+    result["explained_variance"] = explained_variance(rollout.flat("values"), flat_returns)
+    return result
 
-        # ---- logging
-        elapsed = time.time() - start
-        train_points = round_points / max(1, rounds)
-        policy_loss, value_loss, entropy, critic_loss = np.mean(losses, axis=0)
-        writer.add_scalar("losses/policy_loss", policy_loss, decisions)
-        writer.add_scalar("losses/critic_loss", critic_loss, decisions)
-        writer.add_scalar("losses/value_loss", value_loss, decisions)
-        writer.add_scalar("losses/entropy", entropy, decisions)
-        writer.add_scalar("charts/train_points_per_round_vs_simple", train_points, decisions)
-        writer.add_scalar("charts/decisions_per_second", decisions / max(elapsed, 1e-9), decisions)
-        row = {"update": update, "decisions": decisions, "elapsed_s": round(elapsed, 1),
-               "phase": "bc" if behaviour_cloning else "critic" if policy_frozen else "ppo", "policy_loss": policy_loss, "value_loss": value_loss,
-               "critic_loss": critic_loss,
-               "entropy": entropy, "train_points_per_round": train_points}
 
-        # ---- evaluation in the second process; the best checkpoint is kept
-        if pending_eval is not None and pending_eval[0].ready():
-            result, evaluated_path, evaluated_at = pending_eval[0].get(), pending_eval[1], pending_eval[2]
-            last_eval = result
-            for key, value_ in result.items():
-                writer.add_scalar(f"charts/{key}", value_, evaluated_at)
-            row.update(result)
-            if result["win_rate_vs_simple"] > best_win_rate:
-                best_win_rate = result["win_rate_vs_simple"]
-                keep_as_best(evaluated_path, result, run_dir / "best.pt")
-            Path(evaluated_path).unlink(missing_ok=True)
-            pending_eval = None
-        progress_state = {"update": update, "decisions": decisions, "best_win_rate": best_win_rate, "elapsed": elapsed}
-        meta = {**metadata, "progress": progress_state, "evaluation": last_eval}
-        extra = {"optimizer": optimizer.state_dict()}
-        if critic is not None:
-            extra.update(critic=critic.state_dict(), critic_optimizer=critic_optimizer.state_dict())
-        save_checkpoint(run_dir / "last.pt", model, meta, extra=extra)
-        if update % args.eval_every == 0 and pending_eval is None and not behaviour_cloning and not policy_frozen:
-            candidate = run_dir / f"candidate_{update}.pt"
-            save_checkpoint(candidate, model, meta)
-            pending_eval = (evaluator.apply_async(evaluate_checkpoint, (str(candidate), args.eval_matches, args.seed)),
-                            str(candidate), decisions)
-        with open(csv_path, "a", newline="") as handle:
-            csv.DictWriter(handle, csv_fields, extrasaction="ignore").writerow(row)
-        bar.update(args.rollout_length * args.num_tables)
-        bar.set_postfix(phase=row["phase"], pts=f"{train_points:+.2f}",
-                        win_vs_simple=f"{last_eval.get('win_rate_vs_simple', float('nan')):.3f}")
-    if pending_eval is not None:
-        result = pending_eval[0].get()
-        if result["win_rate_vs_simple"] > best_win_rate:
-            best_win_rate = result["win_rate_vs_simple"]
-            keep_as_best(pending_eval[1], result, run_dir / "best.pt")
-        Path(pending_eval[1]).unlink(missing_ok=True)
-    evaluator.close()
-    tables.close()
-    writer.close()
-    bar.close()
-    if best_win_rate >= 0:  # at least one evaluation to plot
-        plot_progress(run_dir)
-    (run_dir / "summary.json").write_text(json.dumps({"decisions": decisions, "updates": update,
-                                                      "best_win_rate_vs_simple": best_win_rate}, indent=2))
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Train (see the module docstring); the summary (also written to ``summary.json``)."""
+    args = parse_args(argv)
+    check_args(args)
+    files = RunFiles(args.run_dir)
+    files.root.mkdir(parents=True, exist_ok=True)
+    print(files.describe(), flush=True)
+
+    # Seeding: one block for every source of randomness.
+    seed_everything(args.seed, args.torch_threads)
+    table_rng = np.random.default_rng(args.seed)
+    teacher_rng = random.Random(args.seed)
+
+    config = make_config(args.rules)
+    observation_size = layout_for(config.num_players).size
+    networks = Networks.build(args, observation_size)
+    metadata = {"rules": args.rules, "num_players": config.num_players, "args": dataclasses.asdict(args)}
+    progress, resumed = starting_point(args, files, networks, config)
+    if resumed:
+        table_rng = np.random.default_rng([args.seed, progress.update])
+    # Imitation first, unless the policy starts from trained weights; then the critic alone learns
+    # for a few updates, so that its first advantages are not noise.
+    imitation_updates = 0 if args.init_from else args.bc_updates
+    policy_frozen_until = imitation_updates + (args.critic_warmup_updates if networks.critic is not None else 0)
+
+    # The learner plays one seat (alternating each match) of every table; the simple bot the other.
+    tables = VectorGymEnv(args.num_tables, opponents="simple", learner_seat="alternate", rules=args.rules,
+                          episode="match", reward="points")
+    observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
+    masks = infos["action_mask"]
+    rollout = Rollout.allocate(args.rollout_length, args.num_tables, observation_size, networks.critic is not None)
+    log = RunLog(files, fresh=not resumed, with_critic=networks.critic is not None)
+    evaluator = Evaluator(args.eval_matches, args.seed, config, args.eval_max_rounds)
+    start = time.time() - progress.elapsed
+    bar = tqdm(total=args.total_decisions, initial=progress.decisions, disable=not args.progress, unit="dec")
+    saved = dataclasses.replace(progress) if resumed else None  # what last.pt holds, once this run wrote it
+
+    with StopSignals() as stop:
+        try:
+            while progress.decisions < args.total_decisions and not stop.requested:
+                phase = ("bc" if progress.update < imitation_updates else
+                         "critic" if progress.update < policy_frozen_until else "ppo")
+                # ---- rollout, advantages, update
+                observations, masks = collect_rollout(networks, tables, observations, masks, rollout,
+                                                      teacher_rng if phase == "bc" else None, args.reward_scale)
+                next_value = bootstrap_value(networks, tables, observations, masks)
+                advantages, returns = compute_advantages(rollout, next_value, args.gae_lambda)
+                stats = update_networks(networks, rollout, advantages, returns, phase, args)
+                progress.update += 1
+                progress.decisions += args.rollout_length * args.num_tables
+                progress.elapsed = time.time() - start
+
+                # ---- logging, evaluation in the second process, checkpoints
+                train_points = rollout.round_points / max(1, rollout.rounds)
+                row = log.update(progress, phase, stats, train_points, networks.optimizer.param_groups[0]["lr"])
+                log.evaluation(evaluator.collect(), progress, row)
+                meta = {**metadata, "progress": dataclasses.asdict(progress), "evaluation": log.last_evaluation}
+                save_checkpoint(files.last, networks.model, meta, extra=networks.training_state())
+                saved = dataclasses.replace(progress)
+                if progress.update % args.eval_every == 0 and not evaluator.busy and phase == "ppo":
+                    save_checkpoint(files.candidate(progress.update), networks.model, meta)
+                    evaluator.submit(files.candidate(progress.update), progress.decisions)
+                log.write(row)
+                bar.update(args.rollout_length * args.num_tables)
+                bar.set_postfix(phase=phase, pts=f"{train_points:+.2f}",
+                                win_vs_simple=f"{log.last_evaluation.get('win_rate_vs_simple', float('nan')):.3f}")
+            bar.close()
+            # The last candidate's evaluation is waited for, unless a signal says stop.
+            log.evaluation(evaluator.collect(wait=True, give_up=lambda: stop.requested), progress)
+        except KeyboardInterrupt:  # a second signal: stop at once (last.pt holds the update before)
+            pass
+        finally:
+            stop.ignore_further()  # the cleanup and the summary run to their end
+            bar.close()
+            evaluator.close()
+            files.remove_candidates()
+            tables.close()
+            log.close()
+        if saved is not None and saved.best_win_rate != progress.best_win_rate:
+            # An evaluation finished after the last save: last.pt learns the best so far, for --resume.
+            saved.best_win_rate = progress.best_win_rate
+            payload = load_checkpoint(files.last)
+            payload["metadata"].update(progress=dataclasses.asdict(saved), evaluation=log.last_evaluation)
+            write_checkpoint(files.last, payload)
+        return finish(files, saved or Progress(best_win_rate=progress.best_win_rate), log.last_evaluation,
+                      stop.signal_name, argv)
+
+
+def starting_point(args: Args, files: RunFiles, networks: Networks, config: RulesConfig) -> tuple[Progress, bool]:
+    """Fresh, from trained weights (``--init-from``) or where the run stopped (``--resume``):
+    ``(progress, resumed)``; says which."""
+    if args.resume and files.last.exists():
+        progress = resume(files.last, networks, args, config)
+        evaluated = (f"best win rate vs simple {progress.best_win_rate:.3f}" if progress.best_win_rate >= 0
+                     else "no evaluation yet")
+        print(f"resumed from {files.last}: update {progress.update}, {progress.decisions} decisions, {evaluated}")
+        return progress, True
+    if args.resume:
+        print(f"--resume: there is no {files.last} yet; starting a new run")
+    elif files.last.exists():
+        print(f"{files.last} exists but --resume was not given: starting over (its progress.csv is replaced)")
+    if args.init_from:
+        payload = load_checkpoint(args.init_from, rules=config)
+        check_width(args, payload, "--init-from")
+        networks.model.load_state_dict(payload["model"])
+        print(f"policy initialised from {args.init_from}")
+    return Progress(), False
+
+
+def check_width(args: Args, payload: dict[str, Any], flag: str) -> None:
+    hidden = payload["metadata"]["hidden"]
+    if hidden != args.hidden:
+        raise ValueError(f"{flag}: the checkpoint has hidden={hidden}; pass --hidden {hidden}")
+
+
+def resume(path: Path, networks: Networks, args: Args, config: RulesConfig) -> Progress:
+    """``--resume``: networks, optimizers and progress from the run's ``last.pt``."""
+    payload = load_checkpoint(path, rules=config)
+    check_width(args, payload, "--resume")
+    saved = payload["metadata"].get("progress")
+    if "optimizer" not in payload or not isinstance(saved, dict) or set(saved) != set(dataclasses.asdict(Progress())):
+        raise CheckpointError(f"checkpoint {path} is not the last.pt of a training run (no optimizer state or progress)")
+    networks.model.load_state_dict(payload["model"])  # checked by load_checkpoint
+    try:
+        networks.optimizer.load_state_dict(payload["optimizer"])
+        if networks.critic is not None and "critic" in payload:
+            networks.critic.load_state_dict(payload["critic"])
+            networks.critic_optimizer.load_state_dict(payload["critic_optimizer"])
+    except (KeyError, RuntimeError, TypeError, ValueError) as error:
+        raise CheckpointError(f"checkpoint {path}: its optimizer or critic state does not fit this run "
+                              f"({str(error).strip().splitlines()[0]}); "
+                              f"--critic-hidden or --privileged-critic may differ from the run's") from None
+    return Progress(**saved)
+
+
+def resume_command(argv: list[str] | None) -> str:
+    """The command line that continues this run."""
+    kept = [a for a in (sys.argv[1:] if argv is None else argv) if a not in ("--resume", "--no-resume")]
+    return shlex.join([*PROG.split(), *kept, "--resume"])
+
+
+def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float], stopped: str | None,
+           argv: list[str] | None) -> dict[str, Any]:
+    """Write the plot and ``summary.json``; print the summary (and, if stopped, how to resume).
+    ``progress``: what ``last.pt`` holds."""
+    if progress.best_win_rate >= 0:  # at least one evaluation to plot
+        plot_progress(files.root)
+    summary = {"decisions": progress.decisions, "updates": progress.update,
+               "best_win_rate_vs_simple": progress.best_win_rate, "last_evaluation": last_evaluation,
+               "elapsed_s": round(progress.elapsed, 1), "stopped_by": stopped,
+               "files": {name: str(path) if path.exists() else None for name, path in
+                         (("last", files.last), ("best", files.best), ("progress", files.csv),
+                          ("tensorboard", files.tensorboard), ("plot", files.plot))}}
+    files.summary.write_text(json.dumps(summary, indent=2))
+    lines = [f"{'stopped' if stopped else 'finished'}: {progress.update} updates, {progress.decisions} decisions, "
+             f"{progress.elapsed / 60:.1f} min of training"]
+    if last_evaluation:
+        lines.append(f"  last evaluation: {format_evaluation(last_evaluation)}")
+        lines.append(f"  best win rate vs simple: {progress.best_win_rate:.3f} ({files.best})")
+    else:
+        lines.append("  no evaluation finished (they start after imitation, every --eval-every updates)")
+    lines.append(f"  checkpoint: {files.last}; progress: {files.csv}; summary: {files.summary}")
+    if files.plot.exists():
+        lines.append(f"  plot: {files.plot}")
+    print("\n".join(lines), flush=True)
+    if stopped and progress.update:
+        print(f"stopped by {stopped}; {files.last} holds update {progress.update}. Continue with:\n"
+              f"  {resume_command(argv)}", file=sys.stderr, flush=True)
+    elif stopped:
+        print(f"stopped by {stopped} before the first update finished; nothing saved", file=sys.stderr, flush=True)
+    return summary
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m training.train``: exit 2 with a message on bad arguments or checkpoints,
+    128 + the signal's number when stopped by a signal."""
+    try:
+        summary = main(argv)
+    except ValueError as error:  # CheckpointError included
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # before training began (once it has, signals stop it cleanly)
+        print(f"{PROG}: interrupted before the first update; nothing saved", file=sys.stderr)
+        return 128 + signal.SIGINT
+    stopped = summary["stopped_by"]
+    return 128 + signal.Signals[stopped].value if stopped else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

@@ -1,0 +1,245 @@
+"""The parts of a training run around the learning (``training.train`` uses them): evaluation in a
+second process, the run directory's files, the log (TensorBoard, ``progress.csv``, ``best.pt``)
+and stopping on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import csv
+import multiprocessing as mp
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+
+from okgin_env.rules.config import RulesConfig
+
+from .policy import load_checkpoint, write_checkpoint
+
+
+# ----------------------------------------------------------------------------- evaluation (second process)
+
+
+def evaluate_checkpoint(path: str, matches: int, seed: int, config: RulesConfig, max_rounds: int | None = None) -> dict[str, float]:
+    """Win rate of the greedy policy in ``path`` over mirrored full matches (each deal sequence
+    played from both seats, by ``okgin_env.evaluate``) against simple, and against random (a
+    tenth as many, at least 10); a match undecided after ``max_rounds`` rounds is a draw, left
+    out of the win rate. The same seed every time, so candidates meet the same deals."""
+    from okgin_env.evaluate import evaluate
+
+    from .policy import load_policy
+
+    torch.set_num_threads(1)
+    policy = load_policy(path, rules=config)
+    results = {}
+    for opponent, count in (("simple", matches), ("random", max(10, matches // 10))):
+        pair = evaluate({"policy": policy, opponent: opponent}, matches=count, rules=config, seed=seed,
+                        workers=1, progress=False, max_rounds=max_rounds).pairs[0]
+        results[f"win_rate_vs_{opponent}"] = pair.win_rate_a
+        results[f"win_rate_vs_{opponent}_ci_low"] = pair.ci_low
+        results[f"win_rate_vs_{opponent}_ci_high"] = pair.ci_high
+        results[f"points_per_round_vs_{opponent}"] = pair.points_per_round_a
+        results[f"matches_vs_{opponent}"] = pair.games
+        results[f"draws_vs_{opponent}"] = pair.draws
+    return results
+
+
+def _ignore_interrupts() -> None:
+    """Evaluator processes leave Ctrl-C to the trainer, which stops them (no traceback of theirs)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class Evaluator:
+    """Evaluates one candidate checkpoint at a time in a second process (``evaluate_checkpoint``)."""
+
+    def __init__(self, matches: int, seed: int, config: RulesConfig, max_rounds: int):
+        self.job = (matches, seed, config, max_rounds)
+        if threading.current_thread() is not threading.main_thread():
+            self.pool = mp.get_context("spawn").Pool(1, initializer=_ignore_interrupts)
+        else:  # the worker starts with Ctrl-C ignored, before its initializer runs too
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                self.pool = mp.get_context("spawn").Pool(1, initializer=_ignore_interrupts)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+        self.pending: tuple[Any, Path, int] | None = None  # (async result, candidate, decisions at save)
+
+    @property
+    def busy(self) -> bool:
+        return self.pending is not None
+
+    def submit(self, candidate: Path, decisions: int) -> None:
+        self.pending = (self.pool.apply_async(evaluate_checkpoint, (str(candidate), *self.job)), candidate, decisions)
+
+    def collect(self, wait: bool = False, give_up=lambda: False) -> tuple[dict[str, float], Path, int] | None:
+        """The finished evaluation ``(result, candidate, decisions)``, if any; ``wait``: until it
+        finishes or ``give_up()`` turns true."""
+        if self.pending is None:
+            return None
+        job, candidate, decisions = self.pending
+        while wait and not job.ready() and not give_up():
+            job.wait(0.2)
+        if not job.ready():
+            return None
+        self.pending = None
+        return job.get(), candidate, decisions
+
+    def close(self) -> None:
+        """Stop the process (a pending job is dropped) and wait for it to exit."""
+        self.pool.terminate()
+        self.pool.join()
+        self.pending = None
+
+
+# ----------------------------------------------------------------------------- the run's files, its log, stopping
+
+
+@dataclass
+class Progress:
+    """Where a run stands (saved in ``last.pt`` for ``--resume``)."""
+
+    update: int = 0
+    decisions: int = 0
+    best_win_rate: float = -1.0  # vs simple; -1 before the first evaluation
+    elapsed: float = 0.0  # training wall time, seconds, over all sessions
+
+
+class RunFiles:
+    """The paths of one run directory."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.last, self.best = self.root / "last.pt", self.root / "best.pt"
+        self.csv, self.tensorboard = self.root / "progress.csv", self.root / "tensorboard"
+        self.plot, self.summary = self.root / "learning_curve.png", self.root / "summary.json"
+
+    def candidate(self, update: int) -> Path:
+        return self.root / f"candidate_{update}.pt"
+
+    def remove_candidates(self) -> None:
+        for path in self.root.glob("candidate_*.pt"):
+            path.unlink(missing_ok=True)
+
+    def describe(self) -> str:
+        return "\n".join([
+            f"run directory: {self.root}",
+            f"  checkpoints: {self.last} (every update; --resume continues from it), {self.best} (best evaluation)",
+            f"  progress:    {self.csv} (one row per update)",
+            f"  TensorBoard: tensorboard --logdir {self.tensorboard}",
+            f"  plot:        {self.plot} (at the end; python -m training.plot {self.root} at any time)",
+            f"  summary:     {self.summary} (at the end)",
+        ])
+
+
+def format_evaluation(result: dict[str, float]) -> str:
+    draws = result["draws_vs_simple"] + result["draws_vs_random"]
+    return (f"win rate vs simple {result['win_rate_vs_simple']:.3f} "
+            f"[{result['win_rate_vs_simple_ci_low']:.3f}, {result['win_rate_vs_simple_ci_high']:.3f}] "
+            f"({result['matches_vs_simple']} matches), vs random {result['win_rate_vs_random']:.3f}"
+            + (f"; {draws} matches undecided after --eval-max-rounds" if draws else ""))
+
+
+class RunLog:
+    """TensorBoard, ``progress.csv`` and the evaluations (which keep ``best.pt``) of one run."""
+
+    CSV_FIELDS = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "critic_loss", "entropy",
+                  "approx_kl", "clipfrac", "explained_variance", "train_points_per_round",
+                  "win_rate_vs_simple", "win_rate_vs_random", "points_per_round_vs_simple"]
+
+    def __init__(self, files: RunFiles, fresh: bool, with_critic: bool):
+        self.files, self.with_critic = files, with_critic
+        self.last_evaluation: dict[str, float] = {}
+        if fresh or not files.csv.exists():
+            with open(files.csv, "w", newline="") as handle:
+                csv.DictWriter(handle, self.CSV_FIELDS).writeheader()
+            self.fields = self.CSV_FIELDS
+        else:  # a resumed run appends under the header it began with
+            with open(files.csv, newline="") as handle:
+                self.fields = next(csv.reader(handle), None) or self.CSV_FIELDS
+        self.writer = SummaryWriter(str(files.tensorboard))
+
+    def update(self, progress: Progress, phase: str, stats: dict[str, float], train_points: float,
+               learning_rate: float) -> dict[str, Any]:
+        """Log one update to TensorBoard; its CSV row (written by ``write``)."""
+        step = progress.decisions
+        for key, value in stats.items():
+            if self.with_critic or key != "critic_loss":
+                self.writer.add_scalar(f"losses/{key}", value, step)
+        self.writer.add_scalar("charts/train_points_per_round_vs_simple", train_points, step)
+        self.writer.add_scalar("charts/decisions_per_second", step / max(progress.elapsed, 1e-9), step)
+        self.writer.add_scalar("charts/learning_rate", learning_rate, step)
+        return {"update": progress.update, "decisions": step, "elapsed_s": round(progress.elapsed, 1), "phase": phase,
+                **stats, "train_points_per_round": train_points}
+
+    def evaluation(self, finished: tuple[dict[str, float], Path, int] | None, progress: Progress,
+                   row: dict[str, Any] | None = None) -> None:
+        """Log a finished evaluation into ``row`` (the update's CSV row), or without one (after the
+        last update) into a row of its own, phase ``evaluation``; its candidate becomes ``best.pt``
+        if it is the best so far."""
+        if finished is None:
+            return
+        result, candidate, evaluated_at = finished
+        self.last_evaluation = result
+        for key, value in result.items():
+            self.writer.add_scalar(f"charts/{key}", value, evaluated_at)
+        if row is not None:
+            row.update(result)
+        else:
+            self.write({"update": progress.update, "decisions": progress.decisions,
+                        "elapsed_s": round(progress.elapsed, 1), "phase": "evaluation", **result})
+        tqdm.write(f"evaluation at {evaluated_at} decisions: {format_evaluation(result)}")
+        if result["win_rate_vs_simple"] > progress.best_win_rate:
+            progress.best_win_rate = result["win_rate_vs_simple"]
+            payload = load_checkpoint(candidate)
+            write_checkpoint(self.files.best, {**payload, "metadata": {**payload["metadata"], "evaluation": result}})
+        candidate.unlink(missing_ok=True)
+
+    def write(self, row: dict[str, Any]) -> None:
+        with open(self.files.csv, "a", newline="") as handle:
+            csv.DictWriter(handle, self.fields, extrasaction="ignore").writerow(row)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class StopSignals:
+    """SIGINT/SIGTERM while training: the first asks the loop to stop after the current update,
+    a second raises ``KeyboardInterrupt`` at once; later ones are ignored (cleanup runs)."""
+
+    def __init__(self):
+        self.signal_name: str | None = None
+        self.interrupted = False
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signal_name is not None
+
+    def __enter__(self) -> "StopSignals":
+        if threading.current_thread() is threading.main_thread():  # only the main thread may set handlers
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def _handle(self, number: int, _frame) -> None:
+        if self.interrupted:
+            return
+        if self.signal_name is None:
+            self.signal_name = signal.Signals(number).name
+            tqdm.write(f"{self.signal_name}: stopping once the current update is saved (send it again to stop at once)",
+                       file=sys.stderr)
+            return
+        self.interrupted = True
+        raise KeyboardInterrupt
+
+    def ignore_further(self) -> None:
+        self.interrupted = True
+
+    def __exit__(self, *_exc) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
