@@ -111,7 +111,11 @@ def check_outcome(state: RoundState) -> None:
     assert (out.kind, out.winner) == (expected_kind, expected_winner)
     assert out.points == expected
     if not cfg.penalty_scoring:
-        assert [p > 0 for p in out.points].count(True) == 1 and out.points[out.winner] > 0
+        # Only the winner scores; it can score 0 only when a bonus is 0 (an undercut at equal
+        # deadwood with undercut_bonus=0, or gin against no deadwood with gin_bonus=0).
+        assert all(p == 0 for seat, p in enumerate(out.points) if seat != out.winner)
+        zero_allowed = (out.kind == "undercut" and cfg.undercut_bonus == 0) or (out.kind == "gin" and cfg.gin_bonus == 0)
+        assert out.points[out.winner] > 0 or (out.points[out.winner] == 0 and zero_allowed)
     else:
         assert min(out.points) >= 0 and out.points[out.winner] == 0
 
