@@ -126,6 +126,8 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
         policy = loader(path, rules=rules) if _takes_rules(loader) else loader(path)
     except PolicyLoadError:
         raise
+    except ImportError as error:  # the loader's own dependencies (torch) are not installed
+        raise PolicyLoadError(f"cannot load policy file {path!r}: {type(error).__name__}: {error}; {INSTALL_HINT}") from error
     except Exception as error:  # noqa: BLE001 - whatever a loader raises on a bad file, the CLIs report it
         text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
         raise PolicyLoadError(text if path in text else f"cannot load policy file {path!r}: {text}") from error

@@ -272,6 +272,18 @@ def test_a_loader_that_fails_is_reported_with_the_file(tmp_path, no_loaders):
             register_policy_loader(suffix, loader)
 
 
+def test_a_loader_missing_its_dependencies_says_how_to_install_them(tmp_path, no_loaders):
+    checkpoint = tmp_path / "policy.pt"
+    checkpoint.write_bytes(b"x")
+
+    def needs_torch(path):
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+    register_policy_loader(".pt", needs_torch)
+    with pytest.raises(PolicyLoadError, match=r"policy\.pt'.*No module named 'torch'.*pip install -e '\.\[train\]'"):
+        evaluate([str(checkpoint), "random"], matches=2, **QUICK)
+
+
 def test_a_loader_is_told_the_rules_of_the_game(tmp_path, no_loaders):
     checkpoint = tmp_path / "policy.pt"
     checkpoint.write_bytes(b"x")
