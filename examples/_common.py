@@ -14,7 +14,7 @@ merely never loses would show a win rate near 0, not 0.5).
 deals, win rate among decided rounds with a 95% Wilson interval) against random, reported as
 ``evaluate_vs_random``.
 
-Every policy is used as CONTRACT.md says: ``policy.act(observation) -> int`` with the dict the
+Every policy is used as docs/api.md says: ``policy.act(observation) -> int`` with the dict the
 environment gives the acting agent. ``play_rounds`` checks each action against the action mask
 before it reaches the env (the env would also refuse it with a ValueError).
 """

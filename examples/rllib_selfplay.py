@@ -195,7 +195,7 @@ class MaskAudit(RLlibCallback):
 
 
 class RLlibPolicy:
-    """The trained shared module as a CONTRACT.md policy: ``act(observation_dict) -> int``."""
+    """The trained shared module as a docs/api.md policy: ``act(observation_dict) -> int``."""
 
     def __init__(self, module: Any):
         self.module = module

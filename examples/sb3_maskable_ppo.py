@@ -79,7 +79,7 @@ class MaskCheck(gymnasium.Wrapper):
 
 
 class SB3Policy:
-    """A trained model as a CONTRACT.md policy: ``act(observation_dict) -> int``."""
+    """A trained model as a docs/api.md policy: ``act(observation_dict) -> int``."""
 
     def __init__(self, model: Any, deterministic: bool = True):
         self.model = model

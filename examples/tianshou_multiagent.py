@@ -164,7 +164,7 @@ def make_dqn(observation_size: int, action_space: Any, lr: float, eps: float):
 
 
 class TianshouPolicy:
-    """A trained Tianshou Q-policy as a CONTRACT.md policy: ``act(observation_dict) -> int``."""
+    """A trained Tianshou Q-policy as a docs/api.md policy: ``act(observation_dict) -> int``."""
 
     def __init__(self, policy: Any):
         self.policy = policy

@@ -1,6 +1,6 @@
 """okgin: Oklahoma Gin as a reinforcement-learning environment.
 
-The public names of CONTRACT.md live here. They are loaded on first use (PEP 562), so that
+The public names of docs/api.md live here. They are loaded on first use (PEP 562), so that
 ``import okgin_env.rules`` loads no RL library (no gymnasium, pettingzoo or torch) and
 ``okgin_env.GymEnv`` loads only what the Gymnasium wrapper needs; importing this package never
 imports torch. ``okgin_env.__version__`` is the installed distribution's version.

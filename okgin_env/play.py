@@ -393,7 +393,7 @@ def play(
     """Play one game in the terminal; returns ``{"finished", "scores", "winner"}``.
 
     ``deck`` (52 card ids or texts, top first) and ``dealer`` deal the first round as
-    ``env.reset(options=...)`` does (CONTRACT.md); later rounds are shuffled from ``seed``.
+    ``env.reset(options=...)`` does (docs/api.md); later rounds are shuffled from ``seed``.
     """
     game = Game(opponent, seed, rules, episode, num_players, seat, input_fn, print_fn, deck, dealer, **rule_options)
     return game.run()

@@ -38,7 +38,7 @@ def build_deck(
 ) -> list[int]:
     """The 52-card deck (top first) that deals ``hands[seat]`` to each seat.
 
-    Cards are dealt one at a time starting with the seat after ``dealer`` (RULES.md §3), so card
+    Cards are dealt one at a time starting with the seat after ``dealer`` (docs/rules.md §3), so card
     ``i`` of the deck goes to seat ``(dealer + 1 + i) % n``. Then comes the upcard, then the stock
     with ``stock[0]`` on top; the cards nobody named fill the rest of the stock in id order.
     A hand given as ``None`` ("any cards") gets the highest-id cards nobody named.

@@ -3,7 +3,7 @@
 After every action all 52 cards are accounted for; every legal action applies (tried on clones);
 every round ends; each outcome is checked against the rules from its own numbers: the knocker's
 layout is made of real melds within the knock limit, layoffs fit the knocker's melds, the points
-follow from the deadwood (RULES.md §6, §9), the rewards sum to zero, and in a match the scores are
+follow from the deadwood (docs/rules.md §6, §9), the rewards sum to zero, and in a match the scores are
 the sums of the round points and the right seat deals.
 
 The default suite plays a few thousand rounds; ``-m slow`` adds a 100,000-round run.
@@ -121,7 +121,7 @@ def check_outcome(state: RoundState) -> None:
 
 
 def expected_score(state: RoundState):
-    """(kind, winner, points) from the reported deadwood, by RULES.md §6 / §9."""
+    """(kind, winner, points) from the reported deadwood, by docs/rules.md §6 / §9."""
     cfg, out, n = state.config, state.outcome, state.num_players
     k, dw = out.knocker, out.deadwood
     factor = 2 if cfg.spade_double and state.upcard < 13 else 1

@@ -1,4 +1,4 @@
-"""Matches (RULES.md §3, §7, §8, §9): the target score, who deals each round, drawn rounds."""
+"""Matches (docs/rules.md §3, §7, §8, §9): the target score, who deals each round, drawn rounds."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Scripted rounds: knock limits, the upcard offer, the taken-card rule, drawn rounds, reshuffles.
 
 Every test deals a known deck (tests/helpers.py ``new_round``) and walks the round step by step,
-checking the legal actions, the phase and the outcome where the rules (RULES.md) say something.
+checking the legal actions, the phase and the outcome where the rules (docs/rules.md) say something.
 """
 
 from __future__ import annotations

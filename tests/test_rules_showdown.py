@@ -1,4 +1,4 @@
-"""Showdown and scoring on literal hands (RULES.md §6, §9, §10): knock, gin, undercut, layoffs,
+"""Showdown and scoring on literal hands (docs/rules.md §6, §9, §10): knock, gin, undercut, layoffs,
 the knocker's blocking layout, penalty scoring with 3 and 4 players, spade_double.
 
 Most tests call ``knock_outcome`` directly on the hands shown after the knock (the knocker's hand
@@ -153,7 +153,7 @@ def test_classic_fourth_card_on_a_set():
     assert out.points == [12, 0]
 
 
-# The example of RULES.md §6: the knocker does better by laying 2S 2C 2D + 5C 6C 7C (K = 8) than
+# The example of docs/rules.md §6: the knocker does better by laying 2S 2C 2D + 5C 6C 7C (K = 8) than
 # the three runs (K = 2), because the runs let the defender lay off 4D 5D.
 EXAMPLE_KNOCKER = "AS 2S 3S 2C 5C 6C 7C AD 2D 3D"
 EXAMPLE_DEFENDER = "JS QS KS 4D 5D 8D 2H 3H 4H 5H"
@@ -274,7 +274,7 @@ HOLDS_JH_6H = "JH 6H 9C 9D 9S AD 2C"  # JH 6H AD 2C = 19
 @pytest.mark.parametrize(
     "seat1, seat2, layoffs, deadwood, kind, points",
     [
-        # RULES.md §9: seat 1 adds 6H to 7H 8H 9H; seat 2 may not add 5H through it (that would
+        # docs/rules.md §9: seat 1 adds 6H to 7H 8H 9H; seat 2 may not add 5H through it (that would
         # make seat 2's deadwood 3 < 4, an undercut). Seat 2 still adds TH at the other end.
         pytest.param(HOLDS_6H, HOLDS_5H_TH, [[], ["6H"], ["TH"]], [4, 30, 8], "knock", [0, 26, 4], id="rules-example"),
         # The other order: seat 1 closes the top end with TH, seat 2 adds 6H at the bottom; 5H never fits.

@@ -1,4 +1,4 @@
-"""The action layout (CONTRACT.md): ``Discrete(107)``, the same for every preset and player count."""
+"""The action layout (docs/api.md): ``Discrete(107)``, the same for every preset and player count."""
 
 from __future__ import annotations
 

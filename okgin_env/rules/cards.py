@@ -1,4 +1,4 @@
-"""Card ids, text and values (RULES.md §1).
+"""Card ids, text and values (docs/rules.md §1).
 
 A card id is ``suit * 13 + rank`` with rank 0 = Ace ... 12 = King and suits in the order
 Spades, Hearts, Diamonds, Clubs. Sets of cards are handled as Python ``int`` bitmasks

@@ -1,4 +1,4 @@
-"""Rule options as one frozen, validated object, and the two presets (RULES.md §3-§10).
+"""Rule options as one frozen, validated object, and the two presets (docs/rules.md §3-§10).
 
 ``make_config(rules="classic", **options)`` is the only way users build one: it starts from the
 preset and applies the named options, rejecting unknown names and bad values with a ValueError
@@ -80,7 +80,7 @@ _BOOL_OPTIONS = ("ace_upcard_gin_only", "allow_discard_taken", "spade_double")
 
 
 def make_config(rules: str | RulesConfig = "classic", **options: Any) -> RulesConfig:
-    """Build a validated config from a preset name and rule options (RULES.md names).
+    """Build a validated config from a preset name and rule options (docs/rules.md names).
 
     ``rules`` may also be a ``RulesConfig``: the options then change that config (validated
     again). ``num_players=None`` (the envs' default) means the preset's or the given config's own

@@ -5,7 +5,7 @@ order below the top is not shown), the upcard and the knock limit, the phase, th
 the reshuffle count and, for each opponent, the cards known to be in their hand (taken from the
 pile and not thrown since) and the cards they passed or threw. ``InfoSet`` holds exactly that for
 the seat to act, from its point of view: it is seat 0 and opponent ``k`` sits ``k`` seats after
-it, as in the observation (CONTRACT.md). Hidden are the opponents' other cards and the stock.
+it, as in the observation (docs/api.md). Hidden are the opponents' other cards and the stock.
 
 A *determinization* is a full round state that agrees with an information set.
 ``InfoSet.state(opponent_hands, stock, rng)`` builds one from a guess of the hidden cards (how

@@ -1,4 +1,4 @@
-"""A match: rounds until a player's total reaches ``target_score`` (RULES.md §3, §8, §9)."""
+"""A match: rounds until a player's total reaches ``target_score`` (docs/rules.md §3, §8, §9)."""
 
 from __future__ import annotations
 

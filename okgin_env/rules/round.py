@@ -1,4 +1,4 @@
-"""One round as a state machine: deal, upcard offer, draw, discard/knock, showdown (RULES.md §3-§9).
+"""One round as a state machine: deal, upcard offer, draw, discard/knock, showdown (docs/rules.md §3-§9).
 
 ``RoundState`` holds only plain ints and lists (hands are 52-bit masks), so it copies and pickles
 cheaply. Each phase has one handler; ``apply`` checks the action against ``legal_actions`` first,
@@ -36,11 +36,11 @@ _DRAW_EITHER = 1 << DRAW_STOCK | 1 << TAKE_DISCARD
 _TAKE_OR_PASS = 1 << TAKE_DISCARD | 1 << PASS
 
 
-STOCK_LEFT_AT_WALL = 2  # RULES.md §7: the round draws (classic) or reshuffles (penalty) at two stock cards
+STOCK_LEFT_AT_WALL = 2  # docs/rules.md §7: the round draws (classic) or reshuffles (penalty) at two stock cards
 
 
 def knock_limit_for(upcard: int, config: RulesConfig) -> int:
-    """RULES.md §3: the upcard's value; an Ace means gin only when ``ace_upcard_gin_only``."""
+    """docs/rules.md §3: the upcard's value; an Ace means gin only when ``ace_upcard_gin_only``."""
     value = card_value(upcard)
     if value == 1 and config.ace_upcard_gin_only:
         return 0
@@ -146,7 +146,7 @@ class RoundState:
 
     def discardable(self) -> int:
         """The cards the player to act may throw now, by a discard or a knock (a mask; 0 outside the
-        discard phase): the hand, less the card just taken from the pile (RULES.md §4) unless
+        discard phase): the hand, less the card just taken from the pile (docs/rules.md §4) unless
         ``allow_discard_taken``."""
         if self.phase is not _DISCARD:
             return 0

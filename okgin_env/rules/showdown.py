@@ -1,4 +1,4 @@
-"""The end of a round: the knocker's best layout, layoffs, and scoring (RULES.md §6, §9).
+"""The end of a round: the knocker's best layout, layoffs, and scoring (docs/rules.md §6, §9).
 
 Pure functions over card masks, so tests can call them on literal hands.
 """
@@ -25,7 +25,7 @@ class RoundOutcome:
     melds: list[list[list[int]]]  # melds each seat laid out (card ids)
     layoffs: list[list[int]]  # cards each seat laid off on the knocker's melds
     points: list[int]  # classic: points scored (only the winner's is non-zero); penalty: penalties charged
-    rewards: list[float]  # zero-sum per-round reward (CONTRACT.md reward="points")
+    rewards: list[float]  # zero-sum per-round reward (docs/api.md reward="points")
     knock_card: int | None = None
     hands: list[list[int]] = field(default_factory=list)  # the hands shown (after the knock discard)
 
