@@ -88,6 +88,10 @@ class _Package(types.ModuleType):
             value = value.env
         super().__setattr__(name, value)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Pickled by name, as plain modules are (cloudpickle, used by Ray, pickles module references).
+        return importlib.import_module, (self.__name__,)
+
 
 sys.modules[__name__].__class__ = _Package
 

@@ -119,3 +119,12 @@ def test_importing_okgin_env_first_registers_nothing_until_asked():
         "assert 'OklahomaGin-v0' in gymnasium.registry\n"
     )
     run(code)
+
+
+def test_the_package_pickles_by_reference():
+    # Ray's cloudpickle pickles the module objects a shipped function refers to (the RLlib example).
+    import pickle
+
+    import okgin_env
+
+    assert pickle.loads(pickle.dumps(okgin_env)) is okgin_env
