@@ -15,7 +15,8 @@ legal actions are the rules' own ``RoundState.legal_parts``).
   that seat's observation, in exactly the layout of the AEC env (``okgin_env.observation``);
   ``action_masks`` (M, 107) int8; ``rewards`` (M, num_players) float32 — what the AEC env's
   ``env.rewards`` hold after that step (``okgin_env.episode``); ``dones`` (M,) bool — the episode
-  (a round with ``episode="round"``, else a match) ended with this action.
+  (a round with ``episode="round"``, else a match) ended with this action: terminated, or
+  truncated by ``max_rounds`` (default 200; then ``infos["truncated"][j]`` is True, see below).
 * ``step(actions, games=None)``: ``actions`` (M,) ints, one per game in ``games`` (default:
   every game, M = N). Stepping a subset lets different policies act in different games.
   Every action is checked against the game's legal actions before any game is changed; an
@@ -27,8 +28,11 @@ legal actions are the rules' own ``RoundState.legal_parts``).
   ``(num_players, obs_size)`` — what ``env.observe(agent)`` returns after termination (hands
   shown at the showdown). ``infos["round_outcome"][j]`` (mask ``infos["_round_outcome"]``) is the
   ``RoundOutcome.to_dict()`` of every round that ended in the step, as the AEC env's
-  ``infos[agent]["round_outcome"]``. Info arrays are indexed like the returned rows (position
-  ``j`` is game ``games[j]``); keys are present only when some game has them.
+  ``infos[agent]["round_outcome"]``. ``infos["truncated"]`` (M,) bool (and the same mask
+  ``infos["_truncated"]``): the games whose match ended undecided after ``max_rounds`` rounds
+  (PettingZoo/Gymnasium truncation; their ``dones`` is True too, and ``final_obs`` is given).
+  Info arrays are indexed like the returned rows (position ``j`` is game ``games[j]``); keys are
+  present only when some game has them.
 * **Seeding**: ``reset(seed=s)`` seeds game ``i`` with ``gymnasium.utils.seeding.np_random(s + i)``,
   which is exactly what ``raw_env.reset(seed=s + i)`` does (the convention of Gymnasium's
   vector envs). Each game keeps its generator for every later deal, stock reshuffle and
@@ -37,7 +41,8 @@ legal actions are the rules' own ``RoundState.legal_parts``).
   ``reset()`` without a seed continues each game's generator (fresh OS entropy the first time).
   ``options={"deck": decks, "dealer": dealers}`` fixes the first round of every game (``decks``:
   N decks of 52 card ids/texts, top first, or ``None`` per game; ``dealers``: N seats, or
-  ``None`` per game), like ``raw_env.reset(options={"deck": ..., "dealer": ...})``.
+  ``None`` per game, or one seat for every game), like ``raw_env.reset(options={"deck": ...,
+  "dealer": ...})``. The seed is None or a non-negative int (Python or numpy).
 * ``observe(seats, games=None) -> (observations, action_masks)`` — any seat's observation (a mask
   of zeros for a seat that is not to act), e.g. ``observe(0)`` or ``observe(array_of_seats)``.
 * Read-only state: ``seats``, ``observations``, ``action_masks`` (copies of the latest of every
@@ -52,6 +57,7 @@ work left in Python is the reference engine's own transition plus packing a doze
 rest is a handful of numpy calls per batch; ``benchmarks/bench_vector.py`` measures it against
 OpenSpiel. Each ``RoundState`` keeps its ``history``; each ``MatchState``'s ``outcomes`` list is
 emptied after every round unless ``keep_outcomes=True`` (the dicts are in ``infos``).
+``observation_space`` is finite (``okgin_env.episode.observation_bounds``).
 """
 
 from __future__ import annotations
@@ -62,15 +68,25 @@ import gymnasium
 import numpy as np
 from gymnasium.utils import seeding
 
-from .episode import check_options, end_of_round
+from .episode import (
+    DEFAULT_MAX_ROUNDS,
+    RESET_OPTIONS,
+    check_flag,
+    check_max_rounds,
+    check_options,
+    check_reset_options,
+    check_seed,
+    end_of_round,
+    observation_bounds,
+)
 from .observation import PackedEncoder, encode
 from .rules.actions import NUM_ACTIONS, action_str
-from .rules.config import make_config
+from .rules.config import RulesConfig, make_config
 from .rules.match import MatchState
 from .rules.round import Phase, RoundState, check_deck
 
 _DISCARD = Phase.DISCARD  # (an Enum member lookup is slow: not in the per-game loop)
-OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "copy", "keep_outcomes")
+OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "copy", "keep_outcomes")
 
 
 class BatchStep(NamedTuple):
@@ -80,7 +96,7 @@ class BatchStep(NamedTuple):
     observations: np.ndarray  # (M, obs_size) float32: that seat's observation
     action_masks: np.ndarray  # (M, 107) int8
     rewards: np.ndarray  # (M, num_players) float32: rewards of this step, per seat
-    dones: np.ndarray  # (M,) bool: the episode ended in this step (the game was reset)
+    dones: np.ndarray  # (M,) bool: the episode ended in this step (the game was reset); infos["truncated"] says which by max_rounds
     infos: dict[str, Any]
 
 
@@ -116,8 +132,8 @@ def add_info(infos: dict[str, Any], key: str, j: int, value: Any, m: int) -> Non
 class BatchEnv:
     """``num_games`` independent games of Oklahoma Gin stepped together (see the module docstring).
 
-    Options are those of ``okgin_env.env``: ``rules``, ``num_players``, ``episode``, ``reward`` and
-    every rule option. ``copy=False`` returns from a full-batch ``step``/``reset`` buffers that the
+    Options are those of ``okgin_env.env``: ``rules``, ``num_players`` (None: the preset's or the
+    config's own), ``episode``, ``reward``, ``max_rounds`` (default 200) and every rule option. ``copy=False`` returns from a full-batch ``step``/``reset`` buffers that the
     next call overwrites, instead of fresh copies (what the caller writes into them changes nothing
     in the games: legality is checked against the batch's own masks). ``keep_outcomes=True``
     keeps each match's ``outcomes`` list (by default it is emptied after each round, after its
@@ -127,33 +143,36 @@ class BatchEnv:
     def __init__(
         self,
         num_games: int,
-        rules: str = "classic",
-        num_players: int = 2,
+        rules: str | RulesConfig = "classic",
+        num_players: int | None = None,
         episode: str = "match",
         reward: str = "points",
+        max_rounds: int | None = DEFAULT_MAX_ROUNDS,
         copy: bool = True,
         keep_outcomes: bool = False,
         **rule_options: Any,
     ):
-        if not isinstance(num_games, (int, np.integer)) or isinstance(num_games, bool) or num_games < 1:
+        if not isinstance(num_games, (int, np.integer)) or isinstance(num_games, (bool, np.bool_)) or num_games < 1:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         check_options(rule_options, episode, reward, OWN_OPTIONS)
+        self.copy = check_flag("copy", copy)
+        self.keep_outcomes = check_flag("keep_outcomes", keep_outcomes)
+        self.max_rounds = check_max_rounds(max_rounds)
         self.config = make_config(rules, num_players=num_players, **rule_options)
         self.num_games = int(num_games)
         self.num_players = self.config.num_players
         self.episode = episode
         self.reward_mode = reward
-        self.copy = copy
-        self.keep_outcomes = keep_outcomes
         self._encoder = PackedEncoder(self.num_players, self.config.target_score)
         self.obs_size = self._encoder.size
         n, size = self.num_players, self.obs_size
-        self.observation_space = gymnasium.spaces.Box(low=0.0, high=np.inf, shape=(size,), dtype=np.float32)
+        low, high = observation_bounds(self.config)
+        self.observation_space = gymnasium.spaces.Box(low=low, high=high, dtype=np.float32)
         self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self._obs = np.zeros((self.num_games, size), dtype=np.float32)
         self._masks = np.zeros((self.num_games, NUM_ACTIONS), dtype=np.int8)  # legality: never handed out
         # copy=False hands out this twin of ``_masks`` instead, so a caller's write cannot change legality.
-        self._masks_out = np.zeros_like(self._masks) if not copy else None
+        self._masks_out = np.zeros_like(self._masks) if not self.copy else None
         self._seats = np.zeros(self.num_games, dtype=np.int64)
         self._scores = np.zeros((self.num_games, n), dtype=np.float64)  # match totals (observation scores)
         self._rngs: list[np.random.Generator] | None = None
@@ -207,20 +226,25 @@ class BatchEnv:
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> BatchStep:
         """Deal a new episode in every game (see the module docstring for seeding and options)."""
         n_games = self.num_games
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"deck", "dealer"})
+        seed = check_seed(seed)
+        options = check_reset_options(options)
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
         if unknown:
-            raise ValueError(f"unknown reset option(s) {unknown}; known: deck, dealer")
+            raise ValueError(f"unknown reset option(s) {unknown}; known: {', '.join(RESET_OPTIONS)}")
         decks = options.get("deck")
         dealers = options.get("dealer")
-        if decks is not None and len(decks) != n_games:
-            raise ValueError(f"options['deck'] must hold one deck (or None) per game: {n_games}, got {len(decks)}")
-        if dealers is not None and len(dealers) != n_games:
-            raise ValueError(f"options['dealer'] must hold one seat (or None) per game: {n_games}, got {len(dealers)}")
+        if isinstance(dealers, (int, np.integer)) and not isinstance(dealers, (bool, np.bool_)):
+            dealers = [dealers] * n_games  # one seat deals first in every game
+        if decks is not None and (not hasattr(decks, "__len__") or isinstance(decks, str) or len(decks) != n_games):
+            raise ValueError(
+                f"options['deck'] must hold one deck (or None) per game: a sequence of {n_games}, got {decks!r:.80}"
+            )
+        if dealers is not None and (not hasattr(dealers, "__len__") or isinstance(dealers, str) or len(dealers) != n_games):
+            raise ValueError(
+                f"options['dealer'] must be one seat for every game or a sequence of {n_games} seats (or None), got {dealers!r:.80}"
+            )
         if seed is not None:
-            if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-                raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
-            rngs = [seeding.np_random(int(seed) + i)[0] for i in range(n_games)]
+            rngs = [seeding.np_random(seed + i)[0] for i in range(n_games)]
         elif self._rngs is None:
             rngs = [seeding.np_random(None)[0] for _ in range(n_games)]
         else:
@@ -304,12 +328,17 @@ class BatchEnv:
         match = self._matches[g]
         m = rewards.shape[0]
         add_info(infos, "round_outcome", j, outcome.to_dict(), m)
-        episode_over, paid = end_of_round(outcome, match, self.episode, self.reward_mode)
-        if paid is not None:
-            rewards[j] = paid
+        end = end_of_round(outcome, match, self.episode, self.reward_mode, self.max_rounds)
+        if end.rewards is not None:
+            rewards[j] = end.rewards
         if not self.keep_outcomes:
             match.outcomes.clear()
-        if episode_over:
+        if end.truncated:
+            if "truncated" not in infos:
+                infos["truncated"] = np.zeros(m, dtype=bool)
+                infos["_truncated"] = np.zeros(m, dtype=bool)
+            infos["truncated"][j] = infos["_truncated"][j] = True
+        if end.terminated or end.truncated:
             dones[j] = True
             target = self.config.target_score
             final = np.stack([encode(match.round, match.scores, target, seat) for seat in range(self.num_players)])

@@ -28,17 +28,29 @@ penalty of the others minus one's own). ``reward="win"``: ``+1`` to the match wi
 the others at the end of the match (with ``episode="round"``: to the round's winner; 0 on a draw).
 
 **Episodes.** ``episode="match"`` (default) deals rounds until a seat reaches ``target_score``;
-``episode="round"`` ends after one round. At the end of every round all agents' ``infos`` hold
+``episode="round"`` ends after one round. ``max_rounds`` (default 200, ``None``: unbounded) ends
+a match still undecided after that many rounds (policies that never knock draw every round) in
+a PettingZoo **truncation**: every agent's ``truncations`` is True (``terminations`` False), and
+each agent is then stepped with ``None`` and removed, as after a termination; sensible play
+never comes near it (``okgin_env.episode``). At the end of every round all agents' ``infos`` hold
 ``"round_outcome"`` (kind, knocker, winner, deadwood, melds, layoffs, points, rewards, hands),
 each agent its own copy.
 
-**Options.** ``rules``, ``num_players``, every rule option of ``RULES.md`` (``gin_bonus``,
+**Options.** ``rules`` (a preset name or a ``RulesConfig``), ``num_players`` (default None: the
+preset's or the config's own count), every rule option of ``RULES.md`` (``gin_bonus``,
 ``undercut_bonus``, ``target_score``, ``ace_upcard_gin_only``, ``allow_discard_taken``,
-``max_turns``, ``max_reshuffles``, ``spade_double``), ``episode``, ``reward``, ``render_mode``
-(``"human"``, ``"ansi"``, ``"rgb_array"``) and ``illegal_action``: ``"raise"`` (default: a
-ValueError naming the legal actions) or ``"terminate"`` (PettingZoo's ``TerminateIllegalWrapper``:
-the offender gets -1 and the episode ends). ``reset(seed=..., options={"deck": [...], "dealer": s})``
-deals the first round from an exact deck (top first) and/or dealer.
+``max_turns``, ``max_reshuffles``, ``spade_double``), ``episode``, ``reward``, ``max_rounds``,
+``render_mode`` (``"human"``, ``"ansi"``, ``"rgb_array"``) and ``illegal_action``: ``"raise"``
+(default: a ValueError naming the legal actions) or, for ``env()``, ``"terminate"`` (PettingZoo's
+``TerminateIllegalWrapper``: the offender gets -1 and the episode ends; a value that is no action
+id at all, such as ``None``, ``-1`` or ``107``, is still a ValueError). ``reset(seed=...,
+options={"deck": [...], "dealer": s})`` deals the first round from an exact deck (top first)
+and/or dealer; the seed is None or a non-negative int. Using the env before a successful
+``reset`` is a ``ResetRequiredError`` (a RuntimeError).
+
+**Observation space.** Finite: every entry has the bounds ``okgin_env.episode.observation_bounds``
+derives from the rules (0/1 card planes and one-hots, scaled numbers at most 1, scores at most
+``(target_score + the most one round can give) / target_score``).
 
 **Version history.** v0: first release.
 """
@@ -54,18 +66,53 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from .episode import check_options, end_of_round
+from .episode import (
+    DEFAULT_MAX_ROUNDS,
+    RESET_OPTIONS,
+    check_max_rounds,
+    check_options,
+    check_reset_options,
+    check_seed,
+    end_of_round,
+    observation_bounds,
+)
 from .observation import encode, layout_for
 from .registration import register_envs
 from .rules.actions import NUM_ACTIONS
-from .rules.config import make_config
+from .rules.config import RulesConfig, make_config
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
 
 ENV_NAME = "oklahoma_gin_v0"
-OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "render_mode", "illegal_action")
+OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "render_mode", "illegal_action")
 ILLEGAL_ACTION_MODES = ("raise", "terminate")
-RESET_OPTIONS = ("deck", "dealer")
+#: What ``reset`` sets: reading one before a successful reset is a ``ResetRequiredError``.
+SET_BY_RESET = frozenset(
+    {"agents", "agent_selection", "rewards", "_cumulative_rewards", "terminations", "truncations", "infos"}
+)
+
+
+class ResetRequiredError(RuntimeError, AttributeError):
+    """The env was used before a successful ``reset()``. Also an AttributeError, so that
+    ``hasattr(env, "agents")`` stays False before reset, as PettingZoo's tools expect."""
+
+
+def check_action_id(action: Any) -> None:
+    """ValueError unless ``action`` is an action id: an int (Python or numpy, not a bool) in 0..106."""
+    if not isinstance(action, (int, np.integer)) or isinstance(action, (bool, np.bool_)) or not 0 <= action < NUM_ACTIONS:
+        raise ValueError(f"action must be an action id (an int in 0..{NUM_ACTIONS - 1}), got {action!r}")
+
+
+class TerminateIllegalActions(wrappers.TerminateIllegalWrapper):
+    """PettingZoo's ``TerminateIllegalWrapper`` (an illegal action ends the episode, the offender
+    gets -1), refusing first with a ValueError what is no action id at all: the plain wrapper
+    indexes the mask with it (``-1`` would read action 106, ``107`` and ``None`` fail obscurely)."""
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if not (self.terminations[agent] or self.truncations[agent]):
+            check_action_id(action)
+        super().step(action)
 
 
 def env(**options: Any) -> AECEnv:
@@ -80,7 +127,7 @@ def env(**options: Any) -> AECEnv:
         raise ValueError(f"illegal_action={illegal_action!r}; allowed: {', '.join(ILLEGAL_ACTION_MODES)}")
     environment: AECEnv = raw_env(**options)
     if illegal_action == "terminate":
-        environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
+        environment = TerminateIllegalActions(environment, illegal_reward=-1)
     return wrappers.OrderEnforcingWrapper(environment)
 
 
@@ -94,28 +141,39 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def __init__(
         self,
-        rules: str = "classic",
-        num_players: int = 2,
+        rules: str | RulesConfig = "classic",
+        num_players: int | None = None,
         episode: str = "match",
         reward: str = "points",
+        max_rounds: int | None = DEFAULT_MAX_ROUNDS,
         render_mode: str | None = None,
+        illegal_action: str = "raise",
         **rule_options: Any,
     ):
+        """``illegal_action`` is accepted for symmetry with ``env()``, as ``"raise"`` only: the raw
+        env always raises on an illegal action (``env(illegal_action="terminate")`` adds the wrapper)."""
         super().__init__()
         check_options(rule_options, episode, reward, OWN_OPTIONS)
+        if illegal_action != "raise":
+            raise ValueError(
+                f"illegal_action={illegal_action!r}: raw_env allows only 'raise' (it always raises on an illegal "
+                "action); for 'terminate' use okgin_env.env(illegal_action='terminate')"
+            )
         self.config = make_config(rules, num_players=num_players, **rule_options)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r}; allowed: None, {', '.join(self.metadata['render_modes'])}")
         self.episode = episode
         self.reward_mode = reward
+        self.max_rounds = check_max_rounds(max_rounds)
         self.render_mode = render_mode
         n = self.config.num_players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agent_name_mapping = {agent: i for i, agent in enumerate(self.possible_agents)}
         self.layout = layout_for(n)
+        low, high = observation_bounds(self.config)
         observation_space = spaces.Dict(
             {
-                "observation": spaces.Box(low=0.0, high=np.inf, shape=(self.layout.size,), dtype=np.float32),
+                "observation": spaces.Box(low=low, high=high, dtype=np.float32),
                 "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
             }
         )
@@ -125,6 +183,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.np_random: np.random.Generator | None = None
         self.last_round_outcome: RoundOutcome | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        # Only called for a missing attribute: what reset sets is missing until a reset succeeded.
+        if name in SET_BY_RESET:
+            raise ResetRequiredError(f"call reset() before using the environment (no reset has succeeded yet; {name} is unset)")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # ------------------------------------------------------------------ PettingZoo API
     def observation_space(self, agent: str) -> spaces.Space:
         return self.observation_spaces[agent]
@@ -133,7 +197,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return self.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        options = dict(options or {})
+        seed = check_seed(seed)
+        options = check_reset_options(options)
         unknown = sorted(set(options) - set(RESET_OPTIONS))
         if unknown:
             # PettingZoo's api_test passes arbitrary reset options, so unknown keys warn rather than fail.
@@ -164,12 +229,16 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         observation = encode(match.round, match.scores, self.config.target_score, seat)
         return {"observation": observation, "action_mask": mask}
 
+    def last(self, observe: bool = True):
+        self._require_match()
+        return super().last(observe)
+
     def step(self, action: Any) -> None:
+        match = self._require_match()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        match = self._require_match()
         legal = match.round.legal_actions()
         # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
         if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or action not in legal:
@@ -181,7 +250,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         outcome = match.apply(int(action))
         if outcome is not None:
             self._end_round(outcome)
-        if not self.terminations[agent]:
+        if not (self.terminations[agent] or self.truncations[agent]):
             self.agent_selection = self.possible_agents[match.round.current]
         else:
             self.agent_selection = self._agent_selector_after_end(agent)
@@ -193,14 +262,18 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def _end_round(self, outcome: RoundOutcome) -> None:
         match = self._require_match()
         self.last_round_outcome = outcome
+        # Only the last outcome is kept (memory stays flat in long matches); each is in infos and last_round_outcome.
+        del match.outcomes[:-1]
         for agent in self.agents:  # each agent its own dict: one agent's change is not seen by the others
             self.infos[agent]["round_outcome"] = outcome.to_dict()
-        episode_over, paid = end_of_round(outcome, match, self.episode, self.reward_mode)
-        if paid is not None:
-            for agent, value in zip(self.possible_agents, paid):
+        end = end_of_round(outcome, match, self.episode, self.reward_mode, self.max_rounds)
+        if end.rewards is not None:
+            for agent, value in zip(self.possible_agents, end.rewards):
                 self.rewards[agent] = float(value)
-        if episode_over:
+        if end.terminated:
             self.terminations = {agent: True for agent in self.agents}
+        elif end.truncated:
+            self.truncations = {agent: True for agent in self.agents}
         else:
             match.deal_next_round()
 
@@ -211,7 +284,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _require_match(self) -> MatchState:
         if self.match is None:
-            raise RuntimeError("call reset() before using the environment")
+            raise ResetRequiredError("call reset() before using the environment (no reset has succeeded yet)")
         return self.match
 
     # ------------------------------------------------------------------ accessors (CONTRACT.md)

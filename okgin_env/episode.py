@@ -1,25 +1,43 @@
 """Episodes and rewards: the options and their checks, and what the end of a round pays.
 
-Shared by the AEC env (``okgin_env.env``) and the batch engine (``okgin_env.batch``), so both end
-episodes and pay rewards by one rule:
+Shared by the AEC env (``okgin_env.env``), the batch engine (``okgin_env.batch``) and the match
+loop (``okgin_env.match_loop``), so all end episodes and pay rewards by one rule:
 
-* ``episode="match"`` (default): rounds are dealt until the match ends (RULES.md §8);
+* ``episode="match"`` (default): rounds are dealt until the match ends (docs/rules.md §8);
   ``episode="round"``: the episode is one round.
+* ``max_rounds`` (default ``DEFAULT_MAX_ROUNDS`` = 200; ``None``: unbounded): a match still
+  undecided after that many rounds ends **truncated** (Gymnasium/PettingZoo truncation: not a
+  termination, no winner). Sensible play never reaches it (simple against simple: 10 rounds on
+  average, at most 22 in 1,000 seeded classic matches); only policies that (almost) never knock
+  do: every round then ends as a draw and the match would never end.
 * ``reward="points"`` (default): at the end of every round each seat receives the round's
   zero-sum reward (``RoundOutcome.rewards``); ``reward="win"``: +1 to the winner and -1 to the
-  others when the episode ends (with ``episode="round"`` the round's winner; 0 to all on a draw).
+  others when the episode ends (with ``episode="round"`` the round's winner; 0 to all on a draw
+  and on a truncated match).
+
+Also here: the one check of a reset seed (``check_seed``) and of reset options
+(``check_reset_options``), and the finite observation space every env declares
+(``observation_bounds``, from the layout and the largest score one round can give,
+``max_round_points``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
-from .rules.config import OPTION_NAMES
+import numpy as np
+
+from .observation import TARGET_SCALE, layout_for
+from .rules.config import OPTION_NAMES, RulesConfig
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
 
 EPISODES = ("match", "round")
 REWARDS = ("points", "win")
+#: About ten times the most rounds a simple-vs-simple match took (22 in 1,000 seeded classic matches).
+DEFAULT_MAX_ROUNDS = 200
+RESET_OPTIONS = ("deck", "dealer")
 
 
 def check_options(rule_options: Mapping[str, object], episode: str, reward: str, own_options: Iterable[str]) -> None:
@@ -35,19 +53,113 @@ def check_options(rule_options: Mapping[str, object], episode: str, reward: str,
         raise ValueError(f"reward={reward!r}; allowed: {', '.join(REWARDS)}")
 
 
-def end_of_round(outcome: RoundOutcome, match: MatchState, episode: str, reward: str) -> tuple[bool, list[float] | None]:
-    """``(the episode is over, each seat's reward for this round or None when it pays nothing)``.
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
-    Called once the round's outcome is recorded in ``match`` (``match.is_over`` already says
+
+def check_max_rounds(max_rounds: Any) -> int | None:
+    """``max_rounds`` as an int, if it is None or a positive int (Python or numpy); else a ValueError."""
+    if max_rounds is None:
+        return None
+    if not _is_int(max_rounds) or max_rounds < 1:
+        raise ValueError(f"max_rounds must be None (unbounded) or a positive int, got {max_rounds!r}")
+    return int(max_rounds)
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """``value`` if it is a bool (Python or numpy); else a ValueError naming the option."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_seed(seed: Any) -> int | None:
+    """A reset seed as a Python int: None or a non-negative int (Python or numpy, not a bool)."""
+    if seed is None:
+        return None
+    if not _is_int(seed) or seed < 0:
+        raise ValueError(f"seed must be None or a non-negative int (Python or numpy), got {seed!r}")
+    return int(seed)
+
+
+def check_reset_options(options: Any) -> dict[str, Any]:
+    """A copy of the reset ``options`` (None: empty); a ValueError unless it is a dict (a mapping)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(
+            f"options must be a dict (keys: {', '.join(RESET_OPTIONS)}) or None, got {type(options).__name__} {options!r}"
+        )
+    return dict(options)
+
+
+def round_cap_reached(match: MatchState, max_rounds: int | None) -> bool:
+    """The match is undecided after ``max_rounds`` rounds: it ends truncated."""
+    return max_rounds is not None and not match.is_over and match.rounds_played >= max_rounds
+
+
+class RoundEnd(NamedTuple):
+    """What the end of a round means for the episode."""
+
+    terminated: bool  # the episode ended by the rules (the round, or the match, is over)
+    truncated: bool  # the match reached max_rounds undecided
+    rewards: list[float] | None  # each seat's reward for this round, or None when it pays nothing
+
+
+def end_of_round(
+    outcome: RoundOutcome, match: MatchState, episode: str, reward: str, max_rounds: int | None = None
+) -> RoundEnd:
+    """Called once the round's outcome is recorded in ``match`` (``match.is_over`` already says
     whether the match ended)."""
-    episode_over = episode == "round" or match.is_over
+    terminated = episode == "round" or match.is_over
+    truncated = not terminated and round_cap_reached(match, max_rounds)
     if reward == "points":
-        return episode_over, outcome.rewards
-    if episode_over:
+        return RoundEnd(terminated, truncated, outcome.rewards)
+    if terminated:
         winner = outcome.winner if episode == "round" else match.winner
         if winner is not None:
-            return True, [1.0 if seat == winner else -1.0 for seat in range(match.num_players)]
-    return episode_over, None
+            return RoundEnd(True, False, [1.0 if seat == winner else -1.0 for seat in range(match.num_players)])
+    return RoundEnd(terminated, truncated, None)
 
 
-__all__ = ["EPISODES", "REWARDS", "check_options", "end_of_round"]
+def max_round_points(config: RulesConfig) -> int:
+    """An upper bound on the points (classic) or penalty points (penalty) one seat gets in one round.
+
+    A showdown charges or scores at most a whole hand of deadwood (every card counts at most 10)
+    plus the larger of the gin and undercut bonuses (an undercut scores the knocker's deadwood,
+    at most the knock limit 10, plus its bonus); a spade upcard may double it (docs/rules.md §9)."""
+    points = 10 * config.hand_size + max(config.gin_bonus, config.undercut_bonus)
+    return 2 * points if config.spade_double else points
+
+
+def observation_bounds(config: RulesConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` float32: the least and largest value of every observation entry under
+    ``config``, the envs' finite ``Box``. Card planes and one-hots are 0/1; knock limit and stock
+    size are at most 1 once scaled; a seat's score is below the target before the last round,
+    which adds at most ``max_round_points``; reshuffles are at most ``max_reshuffles`` (none in
+    classic; the bound is at least 1, as Gymnasium warns about an entry whose low equals its high)."""
+    target = config.target_score
+    slices = layout_for(config.num_players).slices
+    high = np.ones(layout_for(config.num_players).size, dtype=np.float32)
+    high[slices["scores"]] = (target + max_round_points(config)) / target
+    high[slices["target_score"]] = target / TARGET_SCALE
+    high[slices["reshuffles"]] = max(config.max_reshuffles if config.reshuffle_stock else 0, 1)
+    return np.zeros_like(high), high
+
+
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "EPISODES",
+    "RESET_OPTIONS",
+    "REWARDS",
+    "RoundEnd",
+    "check_flag",
+    "check_max_rounds",
+    "check_options",
+    "check_reset_options",
+    "check_seed",
+    "end_of_round",
+    "max_round_points",
+    "observation_bounds",
+    "round_cap_reached",
+]

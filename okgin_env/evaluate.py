@@ -307,7 +307,7 @@ def evaluate(
     matches: int = 100,
     episode: str = "match",
     rules: str | RulesConfig = "classic",
-    num_players: int = 2,
+    num_players: int | None = None,
     seed: int = 0,
     workers: int = 1,
     progress: bool = True,
@@ -317,7 +317,8 @@ def evaluate(
     """Play every pair of ``policies`` (a head-to-head for two, a round robin for more).
 
     ``matches`` games per pair (rounded up to a whole number of mirrored deals); ``episode``
-    ``"match"`` or ``"round"``; ``rules``/``num_players``/``rule_options`` as for ``okgin_env.env``;
+    ``"match"`` or ``"round"``; ``rules`` (a preset name or a ``RulesConfig``)/``num_players``
+    (None: the preset's or the config's own)/``rule_options`` as for ``okgin_env.env``;
     ``workers`` processes (1: in this process); ``progress`` shows a tqdm bar; ``max_rounds``
     ends a match after that many rounds as a draw (None: unbounded).
     """
@@ -328,10 +329,8 @@ def evaluate(
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     max_rounds = check_max_rounds(max_rounds)
-    if isinstance(rules, RulesConfig):
-        config = make_config(rules, **rule_options) if rule_options else rules
-    else:
-        config = make_config(rules, num_players=num_players, **rule_options)
+    # num_players=None keeps the preset's or the given RulesConfig's own count; a number overrides it.
+    config = make_config(rules, num_players=num_players, **rule_options)
     named = _named(policies)
     for _, spec in named:
         check_spec(spec, config)

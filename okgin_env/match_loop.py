@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .episode import EPISODES
+from .episode import EPISODES, check_max_rounds, round_cap_reached
 from .observation import encode
 from .rules.config import RulesConfig
 from .rules.match import MatchState
@@ -57,15 +57,6 @@ class MatchResult:
     truncated: bool
     stopped: bool
     match: MatchState
-
-
-def check_max_rounds(max_rounds: Any) -> int | None:
-    """``max_rounds`` as given, if it is None or a positive int; else a ValueError."""
-    if max_rounds is None:
-        return None
-    if not isinstance(max_rounds, (int, np.integer)) or isinstance(max_rounds, (bool, np.bool_)) or max_rounds < 1:
-        raise ValueError(f"max_rounds must be None (unbounded) or a positive int, got {max_rounds!r}")
-    return int(max_rounds)
 
 
 def play_match(
@@ -121,7 +112,7 @@ def play_match(
         if match.is_over:
             winner = match.winner
             break
-        if max_rounds is not None and len(outcomes) >= max_rounds:
+        if round_cap_reached(match, max_rounds):
             truncated = True
             break
         match.deal_next_round()

@@ -14,7 +14,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from .batch import BatchEnv, add_info
+from .batch import BatchEnv, BatchStep, add_info
+from .episode import check_seed
 from .opponents import as_batch_policy, make_opponent, refuse_old_keyword, reset_seed
 from .rules.actions import NUM_ACTIONS
 
@@ -29,16 +30,20 @@ except ImportError:  # pragma: no cover - older Gymnasium
 class VectorGymEnv(gymnasium.vector.VectorEnv):
     """The learner plays one seat in each of ``num_envs`` games; a batched opponent plays the rest.
 
-    ``VectorGymEnv(num_envs, opponents=None, learner_seat=0, opponent_seed=None, **env_options)``;
-    ``env_options`` are those of ``okgin_env.env`` (``rules``, ``num_players``, ``episode``,
-    ``reward``, rule options). Gymnasium ``VectorEnv`` conventions:
+    ``VectorGymEnv(num_envs, opponents="simple", learner_seat=0, opponent_seed=None, **env_options)``;
+    ``env_options`` are those of ``okgin_env.env`` (``rules``, ``num_players``, ``episode``
+    (default ``"match"``), ``reward`` (default ``"points"``), ``max_rounds`` (default 200), rule
+    options) — the defaults of ``GymEnv``. ``render_mode`` may only be None (no rendering).
+    Gymnasium ``VectorEnv`` conventions:
 
     * ``reset(seed=s) -> (observations (num_envs, obs_size) float32, infos)``; game ``i`` is seeded
-      as ``GymEnv.reset(seed=s + i)`` would be (see ``BatchEnv``).
+      as ``GymEnv.reset(seed=s + i)`` would be (see ``BatchEnv``); the seed is None or a
+      non-negative int (Python or numpy).
     * ``step(actions) -> (observations, rewards, terminations, truncations, infos)``; rewards
       (num_envs,) float32 are the learner's, accumulated since its previous decision (the
-      opponents' moves included), as ``GymEnv`` gives them; truncations are always False (the
-      ``max_turns`` guard ends a round as a draw, a termination).
+      opponents' moves included), as ``GymEnv`` gives them; ``truncations[i]`` is True when game
+      ``i``'s match ended undecided after ``max_rounds`` rounds (its ``terminations[i]`` False;
+      the ``max_turns`` guard ends a round as a draw, which is no truncation).
     * **Autoreset: "same step"** (``metadata["autoreset_mode"]``): a finished game is reset within
       ``step`` and the returned observation is the learner's first one of the next episode;
       ``infos["final_obs"][i]`` (mask ``infos["_final_obs"]``) is the learner's last observation of
@@ -52,10 +57,12 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
       an episode that ends before the learner decides at all is not counted as an episode (its
       reward goes there too) and a new one is dealt (counted in ``infos["episodes_without_learner"]``).
     * ``learner_seat``: a seat, or ``"alternate"``: episode ``k`` of each game (counted from 0 at
-      construction) puts the learner in seat ``k % num_players``, like ``GymEnv``.
+      construction and at every seeded reset, so that ``reset(seed=s)`` replays; reseeding every
+      episode therefore always starts the learner in seat 0) puts the learner in seat
+      ``k % num_players``, like ``GymEnv``.
 
-    ``opponents`` (see ``okgin_env.opponents``; the default ``None`` is ``"random"``, uniform legal
-    and batched): a bot name (``"random"``, ``"simple"`` — the simple bot on engine states —,
+    ``opponents`` (see ``okgin_env.opponents``; default ``"simple"``, like ``GymEnv``; ``None``
+    is ``"random"``, uniform legal and batched): a bot name (``"random"``, ``"simple"`` — the simple bot on engine states —,
     ``"simple_obs"``, ``"search"``), an object with ``act_batch(observations, masks)`` or
     ``act_states(round_states)``, or any policy with ``act(observation_dict) -> int`` (called once
     per game). One opponent plays every non-learner seat. An opponent named by a string is seeded
@@ -68,20 +75,24 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
     def __init__(
         self,
         num_envs: int,
-        opponents: Any = None,
+        opponents: Any = "simple",
         learner_seat: int | str = 0,
         opponent_seed: int | None = None,
         **env_options: Any,
     ):
         refuse_old_keyword(env_options)
-        env_options.pop("render_mode", None)
+        render_mode = env_options.pop("render_mode", None)
+        if render_mode is not None:
+            raise ValueError(f"render_mode={render_mode!r}; VectorGymEnv does not render: allowed: None")
         self.batch = BatchEnv(num_envs, **env_options)
         n = self.batch.num_players
         if learner_seat != "alternate" and (
-            not isinstance(learner_seat, (int, np.integer)) or isinstance(learner_seat, bool) or not 0 <= learner_seat < n
+            not isinstance(learner_seat, (int, np.integer)) or isinstance(learner_seat, (bool, np.bool_))
+            or not 0 <= learner_seat < n
         ):
             raise ValueError(f"learner_seat={learner_seat!r}; allowed: a seat in 0..{n - 1} or 'alternate'")
-        self.learner_seat_mode = learner_seat
+        self.learner_seat_mode = learner_seat if learner_seat == "alternate" else int(learner_seat)
+        self.render_mode = None
         self._opponent_name = "random" if opponents is None else opponents if isinstance(opponents, str) else None
         self.opponent = as_batch_policy(make_opponent(opponents, opponent_seed, self.batch.config))
         self.num_envs = self.batch.num_games
@@ -108,11 +119,14 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         self._episodes[games] += 1
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        seed = check_seed(seed)
+        self.batch.reset(seed=seed, options=options)  # checks the options before changing anything
         super().reset(seed=seed)
-        self.batch.reset(seed=seed, options=options)
-        if seed is not None and self._opponent_name is not None:
-            # An opponent built here from a name is reseeded too, so reset(seed=s) replays exactly.
-            self.opponent = as_batch_policy(make_opponent(self._opponent_name, reset_seed(seed), self.batch.config))
+        if seed is not None:
+            self._episodes[:] = 0  # a seeded reset replays: the seat alternation restarts too
+            if self._opponent_name is not None:
+                # An opponent built here from a name is reseeded too, so reset(seed=s) replays exactly.
+                self.opponent = as_batch_policy(make_opponent(self._opponent_name, reset_seed(seed), self.batch.config))
         every = np.arange(self.num_envs)
         self._new_episodes(every)
         self._started = True
@@ -122,7 +136,7 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         acted = np.zeros(m, dtype=bool)
         infos: dict[str, Any] = {}
         skipped = np.zeros(m, dtype=np.int64)
-        self._play_opponents(reward, before, acted, np.zeros(m, dtype=bool), infos, skipped)
+        self._play_opponents(reward, before, acted, np.zeros(m, dtype=bool), np.zeros(m, dtype=bool), infos, skipped)
         infos["opponent_reward_before_first_move"] = before
         infos["episodes_without_learner"] = skipped
         return self._learner_view(infos)
@@ -137,21 +151,23 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         result = self.batch.step(acts)  # all games are at the learner's turn
         reward = result.rewards[np.arange(m), self._learner].astype(np.float32)
         before = np.zeros(m, dtype=np.float32)
-        terminated = result.dones.copy()
-        acted = ~terminated
+        truncated = _truncated(result)
+        terminated = result.dones & ~truncated
+        acted = ~result.dones
         infos: dict[str, Any] = {}
         self._record_round_outcomes(infos, result.infos, np.arange(m))
-        if terminated.any():
-            self._record_final(infos, result.infos, np.flatnonzero(terminated), np.flatnonzero(terminated))
-            self._new_episodes(np.flatnonzero(terminated))
+        if result.dones.any():
+            ended = np.flatnonzero(result.dones)
+            self._record_final(infos, result.infos, ended, ended)
+            self._new_episodes(ended)
         skipped = np.zeros(m, dtype=np.int64)
-        self._play_opponents(reward, before, acted, terminated, infos, skipped)
+        self._play_opponents(reward, before, acted, terminated, truncated, infos, skipped)
         infos["opponent_reward_before_first_move"] = before
         infos["episodes_without_learner"] = skipped
         observations, infos = self._learner_view(infos)
-        return observations, reward, terminated, np.zeros(m, dtype=bool), infos
+        return observations, reward, terminated, truncated, infos
 
-    def _play_opponents(self, reward, before, acted, terminated, infos, skipped) -> None:
+    def _play_opponents(self, reward, before, acted, terminated, truncated, infos, skipped) -> None:
         """Step the opponents' seats until every game waits for the learner."""
         batch = self.batch
         while True:
@@ -175,9 +191,11 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
             if done_rows.size:
                 games = pending[done_rows]
                 ends = acted[games]
-                # Episodes in which the learner decided: terminated now (same-step autoreset).
+                # Episodes in which the learner decided: terminated or truncated now (same-step autoreset).
                 self._record_final(infos, result.infos, games[ends], done_rows[ends])
-                terminated[games[ends]] = True
+                cut = _truncated(result)[done_rows]
+                terminated[games[ends & ~cut]] = True
+                truncated[games[ends & cut]] = True
                 skipped[games[~ends]] += 1
                 acted[games] = False
                 self._new_episodes(games)
@@ -211,6 +229,12 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         self.batch.close()
+
+
+def _truncated(result: BatchStep) -> np.ndarray:
+    """(M,) bool: the games of a ``BatchEnv`` step whose match was truncated by ``max_rounds``."""
+    found = result.infos.get("truncated")
+    return np.zeros(result.dones.shape[0], dtype=bool) if found is None else found
 
 
 __all__ = ["VectorGymEnv"]

@@ -63,16 +63,18 @@ def test_an_episode_over_before_the_learners_first_decision_is_dealt_again():
     assert info["action_mask"].any()
 
 
-def test_illegal_actions_raise_by_default_and_terminate_on_request():
-    env = GymEnv()
+def test_illegal_actions_terminate_by_default_and_raise_on_request():
+    env = GymEnv(illegal_action="raise")
     _, info = env.reset(seed=0)
     illegal = int(np.flatnonzero(info["action_mask"] == 0)[0])
     with pytest.raises(ValueError, match="legal"):
         env.step(illegal)
-    terminating = GymEnv(illegal_action="terminate")
-    _, info = terminating.reset(seed=0)
-    _, reward, terminated, _, info = terminating.step(illegal)
-    assert (reward, terminated, info["illegal_action"]) == (-1.0, True, illegal)
+    for terminating in (GymEnv(), GymEnv(illegal_action="terminate")):  # terminate is the default (issue 14 #12)
+        _, info = terminating.reset(seed=0)
+        _, reward, terminated, _, info = terminating.step(illegal)
+        assert (reward, terminated, info["illegal_action"]) == (-1.0, True, illegal)
+        with pytest.raises(RuntimeError, match="episode is over"):  # the episode ended with the illegal action
+            terminating.step(int(np.flatnonzero(info["action_mask"])[0]))
 
 
 @pytest.mark.parametrize("bad", [{"learner_seat": 2}, {"illegal_action": "ignore"}, {"rules": "nope"}])
@@ -116,8 +118,10 @@ def test_bot_names_are_opponents_of_the_gym_env():
     # A named opponent is rebuilt from reset(seed=s), with seed reset_seed(s): the simple bot itself.
     assert named == trajectory(GymEnv(opponents=make_bot("simple", seed=reset_seed(4)), episode="round"), seed=4)
     assert named == trajectory(GymEnv(opponents="simple", episode="round"), seed=4)  # replays
-    # "random" is the default opponent: uniform legal actions from the env's own generator.
-    assert trajectory(GymEnv(opponents="random"), seed=5) == trajectory(GymEnv(), seed=5)
+    # "random" (also None): uniform legal actions from the env's own generator; "simple" is the default.
+    assert trajectory(GymEnv(opponents="random"), seed=5) == trajectory(GymEnv(opponents=None), seed=5)
+    assert trajectory(GymEnv(opponents="simple"), seed=5) == trajectory(GymEnv(), seed=5)
+    assert trajectory(GymEnv(opponents="random"), seed=5) != trajectory(GymEnv(), seed=5)
     # A batch policy works one decision at a time, as the same policy with act().
     assert trajectory(GymEnv(opponents=FirstLegalBatch()), seed=6) == trajectory(GymEnv(opponents=FirstLegal()), seed=6)
 

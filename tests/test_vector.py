@@ -103,8 +103,11 @@ def _differential(options: dict, num_games: int, steps: int, seed: int, smart_sh
                 counts[info["round_outcome"]["kind"]] += 1
             else:
                 assert outcomes is None or not result.infos["_round_outcome"][i], (t, i)
-            done = all(env.terminations.values())
+            truncated = all(env.truncations.values())  # the match reached max_rounds undecided
+            done = all(env.terminations.values()) or truncated
             assert done == bool(result.dones[i]), (t, i)
+            assert truncated == bool("truncated" in result.infos and result.infos["truncated"][i]), (t, i)
+            counts["truncated"] += truncated
             if done:
                 final = result.infos["final_obs"][i]
                 for seat, agent in enumerate(agents):
@@ -162,6 +165,14 @@ def test_many_more_games_match_the_aec_env(preset, episode):
     options = {**preset, "episode": episode, "target_score": 50}
     counts = _differential(options, num_games=64, steps=1500, seed=2024, smart_share=0.8, observe_every=31)
     assert counts["episodes"] >= (500 if episode == "round" else 60)
+
+
+@pytest.mark.parametrize("preset", PRESETS[::2], ids=["classic-2", "penalty-3"])
+def test_matches_truncated_at_max_rounds_match_the_aec_env(preset):
+    """Random play rarely knocks: with a small max_rounds and a far target most matches end truncated."""
+    options = {**preset, "episode": "match", "target_score": 500, "max_rounds": 2 if preset["rules"] == "classic" else 1}
+    counts = _differential(options, num_games=8, steps=700, seed=21, smart_share=0.0)
+    assert counts["truncated"] >= 4
 
 
 def test_random_play_with_reshuffles_matches_the_aec_env():
