@@ -159,7 +159,7 @@ class Game:
         env.reset(seed=self.seed, options=self.reset_options)
         self.start_round()
         try:
-            while not all(env.terminations.values()):
+            while not self.episode_over():
                 agent = env.agent_selection
                 state = env.round_state
                 if agent == self.human:
@@ -179,17 +179,26 @@ class Game:
                 outcome = env.last_round_outcome
                 if outcome is not None and outcome is not before:
                     self.show_showdown(outcome)
-                    if not all(env.terminations.values()):
+                    if not self.episode_over():
                         self.start_round()
         except QuitGame:
             self.print("Game left.")
             return {"finished": False, "scores": dict(env.scores), "winner": None}
+        if any(env.truncations.values()):
+            rounds = env.match.rounds_played
+            self.print(f"The match stops undecided after {rounds} round{'s' if rounds != 1 else ''} (max_rounds).")
+            return {"finished": True, "scores": dict(env.scores), "winner": None, "truncated": True}
         winner = self.final_winner()
         if winner is not None:
             self.print(f"{self.title(winner)} {'win' if winner == self.seat else 'wins'} the {env.episode}.")
         else:
             self.print("The round is a draw.")
         return {"finished": True, "scores": dict(env.scores), "winner": winner}
+
+    def episode_over(self) -> bool:
+        """The episode ended: terminated, or truncated at ``max_rounds``."""
+        env = self.env
+        return all(env.terminations[a] or env.truncations[a] for a in env.possible_agents)
 
     def final_winner(self) -> int | None:
         match = self.env.match

@@ -98,6 +98,14 @@ def test_a_short_match_ends_with_a_winner():
     assert script.text.count("=== Round") >= 1
 
 
+def test_a_match_truncated_at_max_rounds_ends_the_game():
+    script = Script(seed=1)
+    result = run(script, opponent="simple", seed=5, episode="match", max_rounds=1)
+    assert result["finished"] and result["winner"] is None and result["truncated"]
+    assert script.text.count("=== Round") == 1
+    assert "undecided after 1 round (max_rounds)" in script.output[-1]
+
+
 P0 = "7H 8H AS 2S 3S 5D 5C 5H KC 2D"  # the human (player_0, the dealer)
 P1 = "5S 6S TS 3H 4C QH 8D QD JC KS"  # 9H and KD meld with none of these
 
