@@ -339,32 +339,44 @@ class ObservationView:
 
 
 def _card_masks(obs: np.ndarray, num_planes: int) -> list[int]:
-    """Every card plane as a 52-bit mask, with one ``np.packbits``."""
-    packed = np.zeros((num_planes, 8), dtype=np.uint8)
-    packed[:, :7] = np.packbits(obs[: NUM_CARDS * num_planes].reshape(num_planes, NUM_CARDS) > 0.5, axis=1, bitorder="little")
-    return packed.view("<u8")[:, 0].tolist()
+    """Every card plane as a 52-bit mask: the card block packed by one ``np.packbits``, read as one int, cut by shifts."""
+    bits = int.from_bytes(np.packbits(obs[: NUM_CARDS * num_planes] > 0.5, bitorder="little").tobytes(), "little")
+    plane = (1 << NUM_CARDS) - 1
+    return [bits >> (NUM_CARDS * i) & plane for i in range(num_planes)]
 
 
 def _single(mask: int) -> int:
     return mask.bit_length() - 1 if mask else -1
 
 
-def _one_hot(values: np.ndarray) -> int | None:
-    return int(np.argmax(values)) if values.any() else None
+def _one_hot(values: list[float]) -> int | None:
+    """The index of the first largest value (as ``np.argmax``); None if every value is 0."""
+    return values.index(max(values)) if any(values) else None
 
 
-def _numbers(obs: np.ndarray, s: dict[str, slice]) -> dict[str, Any]:
+@lru_cache(maxsize=None)
+def _numeric_slices(num_players: int) -> tuple[int, dict[str, slice]]:
+    """``(start of the numeric slices, each numeric slice relative to that start)``."""
+    s = _slices(num_players)
+    start = s["knock_limit"].start
+    return start, {name: slice(s[name].start - start, s[name].stop - start) for name, _ in layout_for(num_players).scalar_parts}
+
+
+def _numbers(obs: np.ndarray, num_players: int) -> dict[str, Any]:
     """The numeric slices back in their units (the one place that undoes ``SCALES``)."""
-    target = int(round(float(obs[s["target_score"].start]) * TARGET_SCALE))
+    start, s = _numeric_slices(num_players)
+    # One ``tolist`` for all the numbers: reading array items one at a time costs several times more.
+    tail = obs[start:].tolist()
+    target = int(round(float(tail[s["target_score"].start]) * TARGET_SCALE))
     return {
-        "knock_limit": int(round(float(obs[s["knock_limit"].start]) * KNOCK_LIMIT_SCALE)),
-        "stock_size": int(round(float(obs[s["stock_size"].start]) * STOCK_SCALE)),
-        "phase": Phase(int(np.argmax(obs[s["phase"]]))),
-        "acting_seat": _one_hot(obs[s["acting_seat"]]),
-        "seat_from_dealer": _one_hot(obs[s["seat_from_dealer"]]),
-        "scores": [round(float(v) * target) for v in obs[s["scores"]]],
+        "knock_limit": int(round(float(tail[s["knock_limit"].start]) * KNOCK_LIMIT_SCALE)),
+        "stock_size": int(round(float(tail[s["stock_size"].start]) * STOCK_SCALE)),
+        "phase": Phase(_one_hot(tail[s["phase"]]) or 0),
+        "acting_seat": _one_hot(tail[s["acting_seat"]]),
+        "seat_from_dealer": _one_hot(tail[s["seat_from_dealer"]]),
+        "scores": [round(float(v) * target) for v in tail[s["scores"]]],
         "target_score": target,
-        "reshuffles": int(round(float(obs[s["reshuffles"].start]))),
+        "reshuffles": int(round(float(tail[s["reshuffles"].start]))),
     }
 
 
@@ -388,9 +400,8 @@ def view(observation: dict) -> ObservationView:
     if mask is None:
         raise ValueError("view() needs the observation dict with its 'action_mask'")
     n = num_players_of(obs)
-    s = _slices(n)
     planes = _card_masks(obs, 3 + 2 * n)
-    numbers = _numbers(obs, s)
+    numbers = _numbers(obs, n)
     return ObservationView(
         num_players=n,
         hand=planes[0],
@@ -408,7 +419,7 @@ def view(observation: dict) -> ObservationView:
         scores=numbers["scores"],
         target_score=numbers["target_score"],
         reshuffles=numbers["reshuffles"],
-        legal=np.flatnonzero(mask).tolist(),
+        legal=mask.nonzero()[0].tolist(),  # the mask is 1-d (checked): np.flatnonzero's ids, cheaper
     )
 
 
@@ -424,7 +435,7 @@ def decode(observation: Any, num_players: int | None = None) -> dict[str, object
     layout = layout_for(n)
     if obs.shape[-1] != layout.size:
         raise ValueError(f"observation has {obs.shape[-1]} entries; the {n}-player layout has {layout.size}")
-    numbers = _numbers(obs, layout.slices)
+    numbers = _numbers(obs, n)
     parts: dict[str, object] = {}
     for name, part in layout.slices.items():
         if name in numbers:

@@ -390,6 +390,56 @@ def test_view_gives_numbers_in_their_units():
         view({"observation": observation["observation"]})
 
 
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_view_cuts_the_card_block_into_exact_planes(num_players):
+    """view() packs the whole card block at once and cuts it into planes: each plane comes back
+    alone (no bit of a neighbour plane, whatever it holds), and a card counts when above 0.5."""
+    layout = layout_for(num_players)
+    s = layout.slices
+    rng = random.Random(num_players)
+    no_action = np.zeros(107, dtype=np.int8)
+
+    def planes_of(v):
+        single = {"taken_card": v.taken_card, "discard_top": v.discard_top, "upcard": v.upcard}
+        masks = {"hand": v.hand, "discard_pile": v.discard_pile, **{k: 0 if c < 0 else 1 << c for k, c in single.items()}}
+        for k in range(1, num_players):
+            masks[f"opponent_{k}_known"] = v.opponent_known[k - 1]
+            masks[f"opponent_{k}_passed"] = v.opponent_passed[k - 1]
+        return masks
+
+    for full in layout.card_planes:  # one plane holds every card (or the single-card planes their top card)
+        obs = np.zeros(layout.size, dtype=np.float32)
+        obs[s[full]] = 1.0
+        expected = dict.fromkeys(layout.card_planes, 0)
+        expected[full] = 1 << 51 if full in ("taken_card", "discard_top", "upcard") else (1 << 52) - 1
+        assert planes_of(view({"observation": obs, "action_mask": no_action})) == expected
+    for _ in range(50):  # every plane random at once, values on both sides of 0.5
+        obs = np.zeros(layout.size, dtype=np.float32)
+        expected = {}
+        for name in layout.card_planes:
+            width = 1 if name in ("taken_card", "discard_top", "upcard") else rng.randrange(53)
+            cards = rng.sample(range(52), width)
+            obs[s[name].start + np.array(cards, dtype=int)] = rng.choice([1.0, 0.75])
+            faint = [c for c in rng.sample(range(52), 5) if c not in cards]
+            obs[s[name].start + np.array(faint, dtype=int)] = 0.25
+            expected[name] = to_mask(cards)
+        assert planes_of(view({"observation": obs, "action_mask": no_action})) == expected
+
+
+def test_view_reads_one_hots_as_argmax_and_none_when_empty():
+    layout = layout_for(3)
+    s = layout.slices
+    obs = np.zeros(layout.size, dtype=np.float32)
+    obs[s["phase"].start + 2] = 1.0
+    obs[s["seat_from_dealer"].start + 1] = obs[s["seat_from_dealer"].start + 2] = 1.0  # first maximum wins
+    obs[s["target_score"].start] = 0.5
+    obs[s["scores"]] = [0.5, 0.2, 0.0]
+    v = view({"observation": obs, "action_mask": np.zeros(107, dtype=np.int8)})
+    assert (v.phase, v.acting_seat, v.seat_from_dealer, v.scores, v.target_score, v.legal) == (
+        Phase.DISCARD, None, 1, [25, 10, 0], 50, [])
+    assert all(type(x) is int for x in (v.seat_from_dealer, *v.scores, v.target_score, v.knock_limit, v.stock_size))
+
+
 @pytest.mark.parametrize("kwargs", PRESETS)
 def test_packed_encoder_is_encode_and_the_legal_mask_for_every_seat(kwargs):
     """The batch encoder, without BatchEnv: every seat of states reached by random play."""

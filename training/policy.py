@@ -26,7 +26,7 @@ from okgin_env.observation import view as observation_view
 from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 
-from .features import MAX_LEGAL_ACTIONS, action_features, context_features
+from .features import MAX_LEGAL_ACTIONS, decision_features
 from .model import PolicyValueNet, parameter_shapes
 
 CHECKPOINT_FORMAT = 1
@@ -194,14 +194,13 @@ def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int)
     view = observation_view({"observation": observation, "action_mask": mask})
     if view.num_players != num_players:
         raise ValueError(f"the observation is for {view.num_players} players, the network for {num_players}")
-    actions = [int(a) for a in np.flatnonzero(mask)]
-    features = np.zeros((MAX_LEGAL_ACTIONS, action_features(view, []).shape[1]), dtype=np.float32)
-    features[: len(actions)] = action_features(view, actions)
-    ids = np.full(MAX_LEGAL_ACTIONS, 107, dtype=np.int64)
+    actions = view.legal  # the mask's legal ids, ascending, as Python ints
+    context, features = decision_features(view, actions, MAX_LEGAL_ACTIONS)
+    ids = np.full(MAX_LEGAL_ACTIONS, NUM_ACTIONS, dtype=np.int64)  # NUM_ACTIONS: the padding id
     ids[: len(actions)] = actions
     legal = np.zeros(MAX_LEGAL_ACTIONS, dtype=bool)
     legal[: len(actions)] = True
-    return context_features(view), features, ids, legal, actions
+    return context, features, ids, legal, actions
 
 
 class NetworkPolicy:

@@ -1,0 +1,137 @@
+"""The network's per-decision inputs (training/features.py, training.policy.encode_decision).
+
+``tests/test_golden.py`` pins the shipped policy's logits; these tests pin what the features
+mean, that the one-pass path of training and play (``decision_features``) gives what the two
+public functions give, and that a decision reads the view and runs the meld solver only once per
+hand it asks about (the per-decision cost is paid at every step of training and labelling).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from gymnasium.utils import seeding
+
+pytest.importorskip("torch")
+
+import training.features as features  # noqa: E402
+from okgin_env.bots import make_bot  # noqa: E402
+from okgin_env.match_loop import play_match  # noqa: E402
+from okgin_env.observation import view  # noqa: E402
+from okgin_env.rules.actions import DISCARD_BASE, KNOCK_BASE, NUM_ACTIONS  # noqa: E402
+from okgin_env.rules.cards import SUIT_MASK, card_id, parse_cards, to_mask  # noqa: E402
+from okgin_env.rules.config import make_config  # noqa: E402
+from okgin_env.rules.melds import deadwood_of_mask  # noqa: E402
+from training.features import (  # noqa: E402
+    MAX_LEGAL_ACTIONS,
+    NUM_ACTION_FEATURES,
+    NUM_CONTEXT_FEATURES,
+    action_features,
+    context_features,
+    decision_features,
+)
+from training.policy import encode_decision  # noqa: E402
+
+def mask_of(cards: str) -> int:
+    return to_mask(parse_cards(cards))
+
+
+TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
+
+
+def decisions(rules: str, num_players: int, count: int = 150) -> list[dict]:
+    """Observation dicts of the seats to act in seeded simple-vs-simple matches."""
+    config = make_config(rules, num_players=num_players)
+    seen: list[dict] = []
+    seed = 0
+    while len(seen) < count:
+        rng, _ = seeding.np_random(seed)
+        bots = [make_bot("simple", seed=10 * seed + s) for s in range(num_players)]
+        play_match(config, bots, rng, max_rounds=5, on_decision=lambda match, seat, obs: seen.append(obs) or len(seen) >= count)
+        seed += 1
+    return seen
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[f"{r}-{n}p" for r, n in TABLES])
+def test_encode_decision_is_the_public_features_padded(table):
+    for observation in decisions(*table):
+        flat, mask = observation["observation"], observation["action_mask"]
+        context, rows, ids, legal, actions = encode_decision(flat, mask, table[1])
+        v = view(observation)
+        assert actions == [int(a) for a in np.flatnonzero(mask)] and all(type(a) is int for a in actions)
+        assert context.dtype == rows.dtype == np.float32 and context.shape == (NUM_CONTEXT_FEATURES,)
+        assert np.array_equal(context, context_features(v))
+        assert rows.shape == (MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES)
+        assert np.array_equal(rows[: len(actions)], action_features(v, actions)) and not rows[len(actions):].any()
+        assert ids.tolist() == actions + [NUM_ACTIONS] * (MAX_LEGAL_ACTIONS - len(actions))
+        assert legal.tolist() == [True] * len(actions) + [False] * (MAX_LEGAL_ACTIONS - len(actions))
+        assert action_features(v, []).shape == (0, NUM_ACTION_FEATURES)
+
+
+def test_discard_and_knock_rows_say_what_the_discard_leaves():
+    for observation in decisions("penalty", 3, count=400):
+        v = view(observation)
+        for action, row in zip(v.legal, action_features(v, v.legal)):
+            if action < DISCARD_BASE:
+                continue
+            knock = action >= KNOCK_BASE
+            card = action - (KNOCK_BASE if knock else DISCARD_BASE)
+            after = deadwood_of_mask(v.hand & ~(1 << card))
+            assert row[3:5].tolist() == ([0.0, 1.0] if knock else [1.0, 0.0])
+            assert row[5] == np.float32(after / 50.0) and row[13] == (after == 0)
+            assert row[15] == (card == v.taken_card)
+            if knock:
+                assert after <= v.knock_limit and row[14] == np.float32((features._stored(v.knock_limit, 10.0) * 10 - after) / 10)
+
+
+def test_features_read_the_knock_limit_as_the_observation_stores_it():
+    """Kept on purpose: the shipped network was trained on the stored knock limit, float32(7 / 10)
+    * 10 = 6.99999988..., so a discard leaving exactly 7 reads as just over the limit."""
+    observation = decisions("classic", 2, count=1)[0]
+    hand = mask_of("AS 2S 3S 4H 4D 4C 5C 6C 7C 7H KD")  # discarding KD leaves 7 deadwood
+    v = dataclasses.replace(view(observation), hand=hand, knock_limit=7, taken_card=-1)
+    king = card_id("KD")
+    discard, knock = action_features(v, [DISCARD_BASE + king, KNOCK_BASE + king])
+    assert discard[5] == knock[5] == np.float32(7 / 50)
+    assert discard[7] == knock[7] == 0.0  # 7 <= 6.99999988 is false
+    assert knock[14] == np.float32((float(np.float32(0.7)) * 10 - 7) / 10) < 0
+
+
+def test_suit_neighbours_do_not_wrap_between_suits():
+    king_of_spades, ace_of_hearts = card_id("KS"), card_id("AH")
+    assert ace_of_hearts == king_of_spades + 1  # adjacent bits, different suits
+    assert features._suit_neighbours(1 << king_of_spades, 1) == 1 << card_id("QS")
+    assert features._suit_neighbours(1 << ace_of_hearts, 2) == 1 << card_id("3H")
+    assert features._suit_neighbours(1 << card_id("KC"), 1) == 1 << card_id("QC")  # nothing past the last card
+    rng = np.random.default_rng(0)
+    for mask in rng.integers(0, 1 << 52, size=2000, dtype=np.int64).tolist():
+        for distance in (1, 2):
+            expected = 0
+            for suit in range(4):  # the per-suit definition
+                part = mask >> (13 * suit) & SUIT_MASK
+                expected |= ((part << distance | part >> distance) & SUIT_MASK) << (13 * suit)
+            assert features._suit_neighbours(mask, distance) == expected
+
+
+def test_a_decision_runs_the_solver_once_per_hand(monkeypatch):
+    """One read of the view per decision: the hand's deadwood once, each discard's once (a card's
+    plain discard and its knock leave the same hand), one best-discard for the face-up card."""
+    calls: list[int] = []
+
+    def counting(solver):
+        def count(mask):
+            calls.append(mask)
+            return solver(mask)
+        return count
+
+    monkeypatch.setattr(features, "deadwood_of_mask", counting(features.deadwood_of_mask))
+    monkeypatch.setattr(features, "best_discard_deadwood_of_mask", counting(features.best_discard_deadwood_of_mask))
+    for observation in decisions("penalty", 2, count=200):
+        v = view(observation)
+        calls.clear()
+        encode_decision(observation["observation"], observation["action_mask"], 2)
+        cards = {a - (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE) for a in v.legal if a >= DISCARD_BASE}
+        face_up = v.discard_top >= 0 and any(a < DISCARD_BASE and a != 0 for a in v.legal)
+        assert len(calls) == 1 + len(cards) + face_up == len(set(calls))
