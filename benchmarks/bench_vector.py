@@ -1,4 +1,4 @@
-"""Batched engine speed: ``okgin_env.vector.BatchEnv`` against OpenSpiel ``gin_rummy`` (oklahoma=True)
+"""Batched engine speed: ``okgin_env.BatchEnv`` (``okgin_env.batch``) against OpenSpiel ``gin_rummy`` (oklahoma=True)
 with an observation tensor and a legal-actions mask per decision, in one process, one run.
 
 What each loop does per decision (uniformly random legal actions, resets included):

@@ -9,7 +9,7 @@
 
 Oklahoma Gin is two-player gin rummy (or 2-4 players with the ``penalty`` preset) in which the
 first upcard sets the knock limit: its value, an Ace meaning gin only. The rules are those of
-``RULES.md`` (see the README for every option and interpretation).
+``docs/rules.md`` (every option and interpretation is there, §10 and the list at its end).
 
 **Turn order.** Draw and discard are two consecutive decisions of the same agent; the upcard
 offer goes around the table first. ``agent_selection`` always names the seat the engine expects.
@@ -37,7 +37,7 @@ never comes near it (``okgin_env.episode``). At the end of every round all agent
 each agent its own copy.
 
 **Options.** ``rules`` (a preset name or a ``RulesConfig``), ``num_players`` (default None: the
-preset's or the config's own count), every rule option of ``RULES.md`` (``gin_bonus``,
+preset's or the config's own count), every rule option of ``docs/rules.md`` (``gin_bonus``,
 ``undercut_bonus``, ``target_score``, ``ace_upcard_gin_only``, ``allow_discard_taken``,
 ``max_turns``, ``max_reshuffles``, ``spade_double``), ``episode``, ``reward``, ``max_rounds``,
 ``render_mode`` (``"human"``, ``"ansi"``, ``"rgb_array"``) and ``illegal_action``: ``"raise"``
@@ -287,7 +287,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             raise ResetRequiredError("call reset() before using the environment (no reset has succeeded yet)")
         return self.match
 
-    # ------------------------------------------------------------------ accessors (CONTRACT.md)
+    # ------------------------------------------------------------------ accessors (docs/api.md)
     def hand(self, agent: str) -> list[int]:
         return self._require_match().round.hand(self.agent_name_mapping[agent])
 

@@ -1,7 +1,7 @@
 """The observation codec: what one seat may know, as one flat float32 array built from named slices.
 
 Layout (version ``OBSERVATION_VERSION``), for ``N`` players; "opponent k" is the seat ``k`` places
-after the observer (k = 1 … N-1). Card planes hold 52 entries, one per card id (RULES.md §1).
+after the observer (k = 1 … N-1). Card planes hold 52 entries, one per card id (docs/rules.md §1).
 
 | slice | size | meaning |
 |---|---|---|

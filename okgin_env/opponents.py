@@ -5,7 +5,7 @@ An opponent is any of
 * a **bot name**: ``"random"`` (uniform legal), ``"simple"`` (the simple bot, run on the engine
   states: ``SimpleStateOpponent``), ``"simple_obs"`` (the same bot through observations), or any
   other name of ``okgin_env.bots.BOT_NAMES`` (``"search"``), built for the env's rules;
-* an object with ``act(observation_dict) -> int`` (every bot and trained policy, CONTRACT.md);
+* an object with ``act(observation_dict) -> int`` (every bot and trained policy, docs/api.md);
 * a **batch policy**: ``act_batch(observations (M, obs_size), masks (M, 107)) -> (M,)`` ints, or
   ``act_states(round_states) -> (M,)`` (given the engine ``RoundState`` of each game, hidden
   cards included: a fast path for scripted bots that read only what their seat may know, as
@@ -111,7 +111,7 @@ def as_batch_policy(policy: Any) -> Any:
 
 
 class PerObservationOpponent:
-    """Adapter: any policy with ``act(observation_dict) -> int`` (CONTRACT.md), called once per game."""
+    """Adapter: any policy with ``act(observation_dict) -> int`` (docs/api.md), called once per game."""
 
     def __init__(self, policy: Any):
         if not callable(getattr(policy, "act", None)):

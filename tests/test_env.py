@@ -2,7 +2,7 @@
 scripted rounds with exact rewards and outcomes, whole matches, errors and accessors.
 
 Scripted rounds use deck injection (``reset(options={"deck": ..., "dealer": 0})``); ``make_deck``
-below turns "who holds what" into the exact 52-card deck (CONTRACT.md: dealt one card at a time
+below turns "who holds what" into the exact 52-card deck (docs/api.md: dealt one card at a time
 starting with the player after the dealer, then the upcard, then the stock, its top first).
 """
 
@@ -334,7 +334,7 @@ def test_scripted_knock_with_layoffs():
 @pytest.mark.parametrize("reward", ["points", "win"])
 def test_scripted_draw(reward):
     """Both decline the upcard, then everyone draws from the stock and throws the drawn card:
-    after the discard that leaves two cards in the stock, the round is a draw (RULES.md §7)."""
+    after the discard that leaves two cards in the stock, the round is a draw (docs/rules.md §7)."""
     env = okgin_env.env(episode="round", reward=reward)
     env.reset(options={"deck": make_deck([LOOSE, KNOCKER], "KH"), "dealer": 0})
     raw = env.unwrapped

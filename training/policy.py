@@ -224,11 +224,10 @@ class NetworkPolicy:
             raise ValueError(
                 f"observation has {flat.shape[-1]} entries; this policy expects the {self.num_players}-player layout"
             )
-        if np.shape(mask) != (NUM_ACTIONS,) or not np.any(mask):
-            raise ValueError(
-                f"action_mask must be {NUM_ACTIONS} flags with at least one legal action (the acting agent's "
-                f"observation); got shape {np.shape(mask)} with {int(np.count_nonzero(mask))} legal"
-            )
+        if np.shape(mask) != (NUM_ACTIONS,):
+            raise ValueError(f"action_mask must have shape ({NUM_ACTIONS},), got {np.shape(mask)}")
+        if not np.any(mask):  # the same words as the bots
+            raise ValueError("no legal action: this observation is not for the agent to act")
         context, features, ids, legal, actions = encode_decision(flat, mask, self.num_players)
         if len(actions) == 1:
             return actions[0]

@@ -25,7 +25,7 @@ At each of its decisions that has a real choice, the bot
 3. for every determinization plays **each candidate** and then the ``simple`` policy for every
    seat to the end of the round (common random numbers: all candidates see the same
    determinizations and the same rollout tie-breaks), and plays the candidate with the best mean
-   round reward for itself (CONTRACT.md ``reward="points"``: zero-sum points), plus
+   round reward for itself (docs/api.md ``reward="points"``: zero-sum points), plus
    ``default_bonus`` points (1 by default) for the action ``simple`` would play. With more than
    two candidates the budget is spent in two stages (see ``SearchBot.search``): half picks two
    finalists, half compares them on fresh samples, so that an exactly scored knock is not beaten

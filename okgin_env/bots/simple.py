@@ -91,7 +91,7 @@ def simple_action_for_state(state: RoundState, rng: random.Random) -> int:
             rest ^= low
             candidates.append(low.bit_length() - 1)
         best, cards = least_deadwood_discards(hand, candidates)
-        # A knock is legal exactly when the discard leaves deadwood within the knock limit (RULES.md §5).
+        # A knock is legal exactly when the discard leaves deadwood within the knock limit (docs/rules.md §5).
         base = KNOCK_BASE if best <= state.knock_limit else DISCARD_BASE
         return base + _pick(rng, cards)
     if phase is Phase.DRAW:
