@@ -15,8 +15,8 @@ loop (``okgin_env.match_loop``), so all end episodes and pay rewards by one rule
   others when the episode ends (with ``episode="round"`` the round's winner; 0 to all on a draw
   and on a truncated match).
 
-Also here: the one check of a reset seed (``check_seed``) and of reset options
-(``check_reset_options``), and the finite observation space every env declares
+Also here: the check of reset options
+(``check_reset_options``; seeds use ``rules.config.check_seed``, as the bots do), and the finite observation space every env declares
 (``observation_bounds``, from the layout and the largest score one round can give,
 ``max_round_points``).
 """
@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .observation import TARGET_SCALE, layout_for
-from .rules.config import OPTION_NAMES, RulesConfig
+from .rules.config import OPTION_NAMES, RulesConfig, check_seed, is_int
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
 
@@ -53,15 +53,11 @@ def check_options(rule_options: Mapping[str, object], episode: str, reward: str,
         raise ValueError(f"reward={reward!r}; allowed: {', '.join(REWARDS)}")
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
 def check_max_rounds(max_rounds: Any) -> int | None:
     """``max_rounds`` as an int, if it is None or a positive int (Python or numpy); else a ValueError."""
     if max_rounds is None:
         return None
-    if not _is_int(max_rounds) or max_rounds < 1:
+    if not is_int(max_rounds) or max_rounds < 1:
         raise ValueError(f"max_rounds must be None (unbounded) or a positive int, got {max_rounds!r}")
     return int(max_rounds)
 
@@ -71,15 +67,6 @@ def check_flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
-
-
-def check_seed(seed: Any) -> int | None:
-    """A reset seed as a Python int: None or a non-negative int (Python or numpy, not a bool)."""
-    if seed is None:
-        return None
-    if not _is_int(seed) or seed < 0:
-        raise ValueError(f"seed must be None or a non-negative int (Python or numpy), got {seed!r}")
-    return int(seed)
 
 
 def check_reset_options(options: Any) -> dict[str, Any]:

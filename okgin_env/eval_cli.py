@@ -20,7 +20,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .episode import EPISODES
+from .episode import DEFAULT_MAX_ROUNDS, EPISODES
+from .rules.config import PRESETS
 from .eval_results import check_output_prefix
 from .evaluate import EvaluationInterrupted, evaluate
 
@@ -47,10 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--matches", type=int, default=100, help="games per pair (rounded up to mirrored deals)")
     parser.add_argument("--episode", choices=EPISODES, default="match", help="a game is a full match or one round")
-    parser.add_argument("--rules", choices=("classic", "penalty"), default="classic")
+    parser.add_argument("--rules", choices=PRESETS, default="classic")
     parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
     parser.add_argument("--target-score", type=int, default=None, help="match target (default: the preset's 100)")
-    parser.add_argument("--max-rounds", type=int, default=None, help="end a match after this many rounds as a draw")
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        default=DEFAULT_MAX_ROUNDS,
+        help="end a match still undecided after this many rounds as a draw (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1, help="processes (default 1: inline)")
     parser.add_argument("--out", default=None, help="write PREFIX.json and PREFIX.csv")

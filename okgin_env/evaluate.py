@@ -67,6 +67,7 @@ from gymnasium.utils import seeding
 
 from .episode import EPISODES
 from .eval_results import KINDS, Z95, EvalResults, PairResult, wilson_interval
+from .episode import DEFAULT_MAX_ROUNDS
 from .match_loop import check_max_rounds, play_match
 from .policy_loaders import (
     PolicyLoadError,
@@ -107,8 +108,6 @@ RESERVED_SETTINGS = {
 }
 
 # Older names, kept for callers.
-is_checkpoint = is_policy_file
-load_checkpoint = load_policy_file
 
 
 # ----------------------------------------------------------------------------- policies
@@ -208,7 +207,7 @@ class Task:
     episode: str
     env_seed: int
     bot_seeds: list[int]
-    max_rounds: int | None = None
+    max_rounds: int | None = DEFAULT_MAX_ROUNDS
 
 
 def play_game(task: Task) -> dict[str, Any]:
@@ -285,7 +284,7 @@ def make_tasks(
     config: RulesConfig,
     episode: str,
     seed: int,
-    max_rounds: int | None = None,
+    max_rounds: int | None = DEFAULT_MAX_ROUNDS,
 ) -> list[Task]:
     """Every game of the evaluation: per pair, ``deals`` deals, each with A in every seat."""
     n = config.num_players
@@ -311,7 +310,7 @@ def evaluate(
     seed: int = 0,
     workers: int = 1,
     progress: bool = True,
-    max_rounds: int | None = None,
+    max_rounds: int | None = DEFAULT_MAX_ROUNDS,
     **rule_options: Any,
 ) -> EvalResults:
     """Play every pair of ``policies`` (a head-to-head for two, a round robin for more).

@@ -44,12 +44,11 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from .env import check_action_id, raw_env
+from .env import ILLEGAL_ACTION_MODES, check_action_id, raw_env
 from .episode import check_reset_options, check_seed
 from .opponents import check_opponent, decide, make_opponent, refuse_old_keyword, reset_seed
 from .rules.actions import NUM_ACTIONS
 
-ILLEGAL_ACTION_MODES = ("terminate", "raise")
 
 
 class GymEnv(gymnasium.Env):

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .episode import EPISODES, check_max_rounds, round_cap_reached
+from .episode import DEFAULT_MAX_ROUNDS, EPISODES, check_max_rounds, round_cap_reached
 from .observation import encode
 from .rules.config import RulesConfig
 from .rules.match import MatchState
@@ -68,7 +68,7 @@ def play_match(
     deck: Sequence[int | str] | None = None,
     dealer: int | None = None,
     on_decision: DecisionHook | None = None,
-    max_rounds: int | None = None,
+    max_rounds: int | None = DEFAULT_MAX_ROUNDS,
 ) -> MatchResult:
     """Play one match (``episode="match"``) or one round (``"round"``) with ``policies[seat]``.
 

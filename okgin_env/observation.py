@@ -94,10 +94,6 @@ class ObservationLayout:
     def size(self) -> int:
         return _size(self.num_players)
 
-    @property
-    def num_card_bits(self) -> int:
-        return NUM_CARDS * len(self.card_planes)
-
 
 @lru_cache(maxsize=None)
 def _slices(num_players: int) -> dict[str, slice]:

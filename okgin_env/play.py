@@ -33,6 +33,7 @@ from typing import Any
 
 from .env import raw_env
 from .evaluate import check_spec, make_policy
+from .rules.config import PRESETS
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_id, card_str
 from .rules.melds import best_melds, deadwood
@@ -412,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="okgin-play", description="Play Oklahoma Gin in the terminal.")
     parser.add_argument("--opponent", default="simple", help="random, simple, search (or search:rollouts=64), or a .pt checkpoint")
     parser.add_argument("--seed", type=int, default=None, help="deal and bot seed (default: random)")
-    parser.add_argument("--rules", choices=("classic", "penalty"), default="classic")
+    parser.add_argument("--rules", choices=PRESETS, default="classic")
     parser.add_argument("--episode", choices=("match", "round"), default="match")
     parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (0 = player_0)")

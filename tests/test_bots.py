@@ -500,7 +500,7 @@ BAD_SETTINGS = [
     ("search", {"settings": {"rollouts": 3}}, r"settings must be a SearchSettings"),
     ("search", {"gin_bonus": -1}, r"gin_bonus=-1 is not allowed"),
     ("search", {"rules": "bogus"}, r"rules='bogus' is not allowed; expected a preset name"),
-    ("search", {"seed": "abc"}, r"seed='abc' is not allowed; expected an int or None"),
+    ("search", {"seed": "abc"}, r"seed='abc' is not allowed; expected a non-negative int \(Python or numpy\) or None"),
     ("random", {"rollouts": 3}, r"unknown setting\(s\) \['rollouts'\] for bot 'random'; its settings: seed"),
     ("random", {"seed": 2.5}, r"seed=2.5 is not allowed"),
     ("random", {"rules": 3}, r"rules=3 is not allowed"),

@@ -283,3 +283,18 @@ def test_make_config_keeps_a_given_configs_player_count():
     assert make_config(three) is three
     assert make_config(three, num_players=None).num_players == 3
     assert make_config(three, num_players=4).num_players == 4
+
+
+def test_numpy_integer_options_are_ints():
+    config = make_config("penalty", num_players=np.int64(3), target_score=np.int32(50))
+    assert (config.num_players, config.target_score) == (3, 50)
+    assert type(config.num_players) is int and type(config.target_score) is int
+
+
+def test_bots_and_envs_check_seeds_alike():
+    from okgin_env.bots import make_bot
+
+    for name in ("random", "simple", "search"):
+        with pytest.raises(ValueError, match="non-negative int"):
+            make_bot(name, seed=-3)
+        assert make_bot(name, seed=np.int64(3)) is not None

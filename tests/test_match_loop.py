@@ -70,6 +70,15 @@ def test_max_rounds_truncates_a_match_nobody_wins():
     assert result.scores == [0, 0] and len(result.outcomes) == 4
 
 
+def test_a_match_is_bounded_by_default():
+    # A policy that never knocks must not hang evaluation or labelling (issue 14 #1).
+    from okgin_env.episode import DEFAULT_MAX_ROUNDS
+
+    rng, _ = seeding.np_random(0)
+    result = play_match(make_config("classic"), [NeverKnocks(), NeverKnocks()], rng)
+    assert result.truncated and result.rounds == DEFAULT_MAX_ROUNDS
+
+
 def test_on_decision_can_stop_the_match():
     config = make_config("classic")
     calls = []

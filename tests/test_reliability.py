@@ -255,7 +255,7 @@ def test_reset_options_must_be_a_dict(options):
 @pytest.mark.parametrize("seed", [True, np.True_, -1, 2.0, "3", np.float64(3)])
 def test_every_env_refuses_the_same_bad_seeds(seed):
     for name, env in _resettable():
-        with pytest.raises(ValueError, match="seed must be None or a non-negative int"):
+        with pytest.raises(ValueError, match="is not allowed; expected a non-negative int"):
             _reset(env, seed=seed)
 
 

@@ -17,18 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..rules.config import PRESETS, RulesConfig
+from ..rules.config import PRESETS, RulesConfig, check_seed
 
-COMMON_SETTINGS = "seed (an int or None), rules (a preset name or a RulesConfig)"
-
-
-def check_seed(seed: Any) -> int | None:
-    """``seed`` as an int (numpy integers accepted) or None; ValueError otherwise."""
-    if seed is None:
-        return None
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)):
-        return int(seed)
-    raise ValueError(f"seed={seed!r} is not allowed; expected an int or None")
+COMMON_SETTINGS = "seed (a non-negative int or None), rules (a preset name or a RulesConfig)"
 
 
 def check_rules(rules: Any) -> str | RulesConfig | None:

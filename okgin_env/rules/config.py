@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import numpy as np
+
 PRESETS = ("classic", "penalty")
 
 
@@ -99,6 +101,7 @@ def make_config(rules: str | RulesConfig = "classic", **options: Any) -> RulesCo
     unknown = sorted(set(options) - set(OPTION_NAMES) - {"rules"})
     if unknown:
         raise ValueError(f"unknown rule option(s) {unknown}; allowed: {', '.join(OPTION_NAMES[1:])}")
+    options = {name: int(value) if is_int(value) else value for name, value in options.items()}
     values: dict[str, Any] = {"rules": rules, **_PRESET_DEFAULTS[rules], **options}
     _validate(values)
     return RulesConfig(**values)
@@ -110,19 +113,30 @@ def _validate(values: dict[str, Any]) -> None:
         raise ValueError(f"unknown rules preset {rules!r}; allowed: {', '.join(PRESETS)}")
     num_players = values.get("num_players", 2)
     allowed_players = (2,) if rules == "classic" else (2, 3, 4)
-    if not _is_int(num_players) or num_players not in allowed_players:
+    if not is_int(num_players) or num_players not in allowed_players:
         raise ValueError(
             f"num_players={num_players!r} is not allowed with rules={rules!r}; allowed: {list(allowed_players)}"
         )
     for name, (low, high) in _INT_RANGES.items():
         if name in values:
             value = values[name]
-            if not _is_int(value) or not low <= value <= high:
+            if not is_int(value) or not low <= value <= high:
                 raise ValueError(f"{name}={value!r} is not allowed; expected an int in {low}..{high}")
     for name in _BOOL_OPTIONS:
         if name in values and not isinstance(values[name], bool):
             raise ValueError(f"{name}={values[name]!r} is not allowed; expected True or False")
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def is_int(value: Any) -> bool:
+    """An integer: a Python or numpy int, not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_seed(seed: Any) -> int | None:
+    """A seed as a Python int: None or a non-negative int (Python or numpy, not a bool); the one
+    seed check of the envs' resets and the bots."""
+    if seed is None:
+        return None
+    if not is_int(seed) or seed < 0:
+        raise ValueError(f"seed={seed!r} is not allowed; expected a non-negative int (Python or numpy) or None")
+    return int(seed)
