@@ -46,7 +46,7 @@ import numpy as np
 
 from .env import ILLEGAL_ACTION_MODES, check_action_id, raw_env
 from .episode import check_reset_options, check_seed
-from .opponents import check_opponent, decide, make_opponent, refuse_old_keyword, reset_seed
+from .opponents import check_learner_seat, check_opponent, decide, make_opponent, refuse_old_keyword, reset_seed
 from .rules.actions import NUM_ACTIONS
 
 
@@ -68,13 +68,8 @@ class GymEnv(gymnasium.Env):
         self.illegal_action = illegal_action
         self.aec = raw_env(**env_options)
         n = self.aec.config.num_players
-        if learner_seat != "alternate" and (
-            not isinstance(learner_seat, (int, np.integer)) or isinstance(learner_seat, (bool, np.bool_))
-            or not 0 <= learner_seat < n
-        ):
-            raise ValueError(f"learner_seat={learner_seat!r}; allowed: a seat in 0..{n - 1} or 'alternate'")
-        self.learner_seat_mode = learner_seat if learner_seat == "alternate" else int(learner_seat)
-        self.learner_seat = 0 if learner_seat == "alternate" else int(learner_seat)
+        self.learner_seat_mode = check_learner_seat(learner_seat, n)
+        self.learner_seat = 0 if self.learner_seat_mode == "alternate" else self.learner_seat_mode
         self._opponents_spec = self._check_opponents(opponents, learner_seat)
         self._build_opponents(opponent_seed)
         self.observation_space = self.aec.observation_spaces[self.aec.possible_agents[0]]["observation"]

@@ -83,6 +83,18 @@ def reset_seed(seed: int) -> int:
     return int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
 
 
+def check_learner_seat(learner_seat: Any, num_players: int) -> int | str:
+    """The learner's seat (an int, Python or numpy, not a bool) or ``"alternate"``; the check of
+    both single-agent envs."""
+    if learner_seat == "alternate" and isinstance(learner_seat, str):
+        return learner_seat
+    if not isinstance(learner_seat, (int, np.integer)) or isinstance(learner_seat, (bool, np.bool_)) or not (
+        0 <= learner_seat < num_players
+    ):
+        raise ValueError(f"learner_seat={learner_seat!r}; allowed: a seat in 0..{num_players - 1} or 'alternate'")
+    return int(learner_seat)
+
+
 def refuse_old_keyword(options: dict[str, Any]) -> None:
     """A clear error for ``opponent=`` (``VectorGymEnv``'s keyword before both envs took ``opponents=``)."""
     if "opponent" in options:
@@ -147,6 +159,7 @@ class SimpleStateOpponent:
 
 
 __all__ = [
+    "check_learner_seat",
     "PerObservationOpponent",
     "SimpleStateOpponent",
     "as_batch_policy",

@@ -16,7 +16,7 @@ import numpy as np
 
 from .batch import BatchEnv, BatchStep, add_info
 from .episode import check_seed
-from .opponents import as_batch_policy, make_opponent, refuse_old_keyword, reset_seed
+from .opponents import as_batch_policy, check_learner_seat, make_opponent, refuse_old_keyword, reset_seed
 from .rules.actions import NUM_ACTIONS
 
 try:  # Gymnasium >= 1.0
@@ -86,12 +86,7 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
             raise ValueError(f"render_mode={render_mode!r}; VectorGymEnv does not render: allowed: None")
         self.batch = BatchEnv(num_envs, **env_options)
         n = self.batch.num_players
-        if learner_seat != "alternate" and (
-            not isinstance(learner_seat, (int, np.integer)) or isinstance(learner_seat, (bool, np.bool_))
-            or not 0 <= learner_seat < n
-        ):
-            raise ValueError(f"learner_seat={learner_seat!r}; allowed: a seat in 0..{n - 1} or 'alternate'")
-        self.learner_seat_mode = learner_seat if learner_seat == "alternate" else int(learner_seat)
+        self.learner_seat_mode = check_learner_seat(learner_seat, n)
         self.render_mode = None
         self._opponent_name = "random" if opponents is None else opponents if isinstance(opponents, str) else None
         self.opponent = as_batch_policy(make_opponent(opponents, opponent_seed, self.batch.config))

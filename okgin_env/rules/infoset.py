@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from .actions import TAKE_DISCARD
-from .cards import FULL_DECK_MASK, NUM_CARDS, from_mask
+from .cards import FULL_DECK_MASK, NUM_CARDS, card_str, from_mask
 from .config import RulesConfig
-from .round import STOCK_LEFT_AT_WALL, Phase, RoundState, card_str_safe, knock_limit_for
+from .round import STOCK_LEFT_AT_WALL, Phase, RoundState, knock_limit_for
 
 
 @dataclass(frozen=True)
@@ -295,8 +295,8 @@ def checked_round_parts(
     for card in [c for mask in hands for c in from_mask(mask)] + stock + pile:
         counts[card] += 1
     if counts != [1] * NUM_CARDS:
-        missing = [card_str_safe(c) for c in range(NUM_CARDS) if counts[c] == 0]
-        repeated = [card_str_safe(c) for c in range(NUM_CARDS) if counts[c] > 1]
+        missing = [card_str(c) for c in range(NUM_CARDS) if counts[c] == 0]
+        repeated = [card_str(c) for c in range(NUM_CARDS) if counts[c] > 1]
         raise ValueError(
             "every card must be exactly once in the hands, the stock or the discard pile; "
             f"missing {missing}, repeated {repeated}"
@@ -329,7 +329,7 @@ def checked_round_parts(
         raise ValueError("must_draw_stock is for the first draw after every seat passed the upcard (phase DRAW)")
     if phase is Phase.DISCARD:
         if taken_card >= 0 and not hands[current] >> taken_card & 1:
-            raise ValueError(f"taken_card {card_str_safe(taken_card)} is not in the hand of seat {current}, to act")
+            raise ValueError(f"taken_card {card_str(taken_card)} is not in the hand of seat {current}, to act")
         if not pile and taken_card < 0:
             raise ValueError("the discard pile is empty although no card was taken from it this turn")
         if len(stock) < STOCK_LEFT_AT_WALL:

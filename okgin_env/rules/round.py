@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
-from .cards import NUM_CARDS, card_id, card_value, from_mask, to_mask
+from .cards import NUM_CARDS, card_id, card_str, card_value, from_mask, to_mask
 from .config import RulesConfig
 from .melds import knock_discards_of_mask, knock_ruled_out
 from .showdown import RoundOutcome, draw_outcome, knock_outcome
@@ -62,15 +62,9 @@ def check_deck(deck: Any) -> list[int]:
         missing = sorted(set(range(NUM_CARDS)) - set(cards))
         raise ValueError(
             f"deck must be a permutation of the 52 cards; got {len(cards)} cards"
-            + (f", missing {[card_str_safe(c) for c in missing]}" if missing else "")
+            + (f", missing {[card_str(c) for c in missing]}" if missing else "")
         )
     return cards
-
-
-def card_str_safe(card: int) -> str:
-    from .cards import card_str
-
-    return card_str(card)
 
 
 class RoundState:
