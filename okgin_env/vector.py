@@ -65,9 +65,12 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
     is ``"random"``, uniform legal and batched): a bot name (``"random"``, ``"simple"`` — the simple bot on engine states —,
     ``"simple_obs"``, ``"search"``), an object with ``act_batch(observations, masks)`` or
     ``act_states(round_states)``, or any policy with ``act(observation_dict) -> int`` (called once
-    per game). One opponent plays every non-learner seat. An opponent named by a string is seeded
-    with ``opponent_seed`` and reseeded from ``reset(seed=s)``, so a seeded reset replays the same
-    games for the same learner actions; an opponent object keeps its own generator.
+    per game); or a list of ``num_envs`` of those, one per game (a league: ``set_opponent(i, policy)``
+    changes game ``i``'s opponent between episodes; ``opponents`` is the list in use). A game's
+    opponent plays every non-learner seat of that game; each distinct opponent gets one batched
+    call per opponent move. An opponent named by a string is built once for all the games it plays,
+    seeded with ``opponent_seed`` and reseeded from ``reset(seed=s)``, so a seeded reset replays
+    the same games for the same learner actions; an opponent object keeps its own generator.
     """
 
     metadata = {"autoreset_mode": _SAME_STEP, "render_modes": []}
@@ -88,9 +91,12 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         n = self.batch.num_players
         self.learner_seat_mode = check_learner_seat(learner_seat, n)
         self.render_mode = None
-        self._opponent_name = "random" if opponents is None else opponents if isinstance(opponents, str) else None
-        self.opponent = as_batch_policy(make_opponent(opponents, opponent_seed, self.batch.config))
         self.num_envs = self.batch.num_games
+        per_game = isinstance(opponents, (list, tuple))
+        if per_game and len(opponents) != self.num_envs:
+            raise ValueError(f"opponents is a list of {len(opponents)}; a list needs one opponent per game ({self.num_envs})")
+        self._opponent_specs = list(opponents) if per_game else [opponents] * self.num_envs
+        self._build_opponents(opponent_seed)
         self.num_players = n
         self.single_observation_space = self.batch.observation_space
         self.single_action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
@@ -100,6 +106,34 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         self._learner = np.zeros(self.num_envs, dtype=np.int64)
         self._mask = np.zeros((self.num_envs, NUM_ACTIONS), dtype=np.int8)
         self._started = False
+
+    def _build_opponents(self, seed: int | None) -> None:
+        """One batch policy per game; a bot name is built once (seeded with ``seed``) for every
+        game it plays, an object is used as it is."""
+        built: dict[Any, Any] = {}
+        self.opponents = []
+        for spec in self._opponent_specs:
+            key = ("name", "random" if spec is None else spec) if spec is None or isinstance(spec, str) else ("object", id(spec))
+            if key not in built:
+                built[key] = as_batch_policy(make_opponent(spec, seed, self.batch.config))
+            self.opponents.append(built[key])
+
+    @property
+    def opponent(self) -> Any:
+        """The opponent of every game (when one plays them all; see ``opponents`` for a list)."""
+        if any(policy is not self.opponents[0] for policy in self.opponents):
+            raise AttributeError("games have different opponents: read VectorGymEnv.opponents (one per game)")
+        return self.opponents[0]
+
+    def set_opponent(self, game: int, opponent: Any) -> None:
+        """Game ``game``'s opponent from now on (a batch policy or a policy with ``act``; for a league:
+        change it between episodes). A bot name is refused here: build the bot and pass it."""
+        if not 0 <= game < self.num_envs:
+            raise ValueError(f"game={game!r}; allowed: 0..{self.num_envs - 1}")
+        if isinstance(opponent, str) or opponent is None:
+            raise ValueError("set_opponent takes a policy object; build a named bot with okgin_env.opponents.make_opponent")
+        self._opponent_specs[game] = opponent
+        self.opponents[game] = as_batch_policy(make_opponent(opponent))
 
     @property
     def learner_seats(self) -> np.ndarray:
@@ -119,9 +153,8 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         super().reset(seed=seed)
         if seed is not None:
             self._episodes[:] = 0  # a seeded reset replays: the seat alternation restarts too
-            if self._opponent_name is not None:
-                # An opponent built here from a name is reseeded too, so reset(seed=s) replays exactly.
-                self.opponent = as_batch_policy(make_opponent(self._opponent_name, reset_seed(seed), self.batch.config))
+            # Opponents built here from names are reseeded too, so reset(seed=s) replays exactly.
+            self._build_opponents(reset_seed(seed))
         every = np.arange(self.num_envs)
         self._new_episodes(every)
         self._started = True
@@ -170,13 +203,18 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
             pending = np.flatnonzero(seats != self._learner)
             if pending.size == 0:
                 return
-            opponent = self.opponent
-            if callable(getattr(opponent, "act_states", None)):
-                actions = opponent.act_states(batch.round_states(pending))
-            else:
-                _, observations, masks = batch.latest(pending)
-                actions = opponent.act_batch(observations, masks)
-            result = batch.step(np.asarray(actions, dtype=np.int64), games=pending)
+            actions = np.empty(pending.size, dtype=np.int64)
+            groups: dict[int, list[int]] = {}  # one call per distinct opponent, in order of first game
+            for row, game in enumerate(pending.tolist()):
+                groups.setdefault(id(self.opponents[game]), []).append(row)
+            for rows in groups.values():
+                opponent, games = self.opponents[pending[rows[0]]], pending[rows]
+                if callable(getattr(opponent, "act_states", None)):
+                    actions[rows] = opponent.act_states(batch.round_states(games))
+                else:
+                    _, observations, masks = batch.latest(games)
+                    actions[rows] = opponent.act_batch(observations, masks)
+            result = batch.step(actions, games=pending)
             got = result.rewards[np.arange(pending.size), self._learner[pending]]
             counted = acted[pending]
             reward[pending[counted]] += got[counted]

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 import okgin_env  # noqa: E402
 from training.policy import CheckpointError, load_checkpoint, load_policy, save_checkpoint  # noqa: E402
+from training.train import cli  # noqa: E402
 from training.train import main as train_main  # noqa: E402
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
@@ -428,3 +429,90 @@ def test_improve_rejects_bad_arguments_before_doing_anything(tmp_path: Path, fla
     with pytest.raises(ValueError, match=flag.lstrip("-").split("-")[0]):
         improve_main([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"])
     assert not (tmp_path / "never").exists()
+
+
+def play_penalty_match_in_every_seat(policy, num_players: int, seed: int = 0) -> int:
+    """``policy`` in each seat in turn against simple, in penalty matches to 40; every action must be legal."""
+    from okgin_env.bots import make_bot
+
+    decisions = 0
+    for seat in range(num_players):
+        env = okgin_env.env(rules="penalty", num_players=num_players, target_score=40)
+        env.reset(seed=seed + seat)
+        opponent = make_bot("simple", seed=seed, rules="penalty")
+        for agent in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            mine = agent == f"player_{seat}"
+            action = (policy if mine else opponent).act(observation)
+            assert observation["action_mask"][action] == 1
+            env.step(action)
+            decisions += mine
+    return decisions
+
+
+@pytest.mark.parametrize("num_players", [3, 4])
+def test_penalty_training_with_self_play_smoke(tmp_path: Path, num_players: int):
+    # Two updates of imitation then PPO with a quarter of the tables on self-play snapshots.
+    run_dir = tmp_path / f"penalty{num_players}"
+    train_main([*TINY, "--rules", "penalty", "--num-players", str(num_players), "--opponent-pool", "simple=3,self=1",
+                "--snapshot-every", "1", "--total-decisions", "256", "--run-dir", str(run_dir), "--seed", "5"])
+    payload = load_checkpoint(run_dir / "last.pt", rules="penalty", num_players=num_players)
+    assert payload["metadata"]["num_players"] == num_players
+    assert payload["metadata"]["args"]["opponent_pool"] == "simple=3,self=1"
+    policy = load_policy(run_dir / "last.pt", rules="penalty", num_players=num_players)
+    assert play_penalty_match_in_every_seat(policy, num_players) > 0
+    with pytest.raises(CheckpointError, match=f"num_players={num_players}, not 2"):
+        load_policy(run_dir / "last.pt", rules="penalty", num_players=2)
+    with pytest.raises(CheckpointError, match="rules='penalty', not 'classic'"):
+        load_policy(run_dir / "last.pt")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rules", "classic", "--num-players", "3"], "--num-players 3"),
+    (["--rules", "penalty", "--num-players", "5"], "--num-players 5"),
+    (["--opponent-pool", "simple=2,nobody=1"], "unknown opponent 'nobody'"),
+    (["--opponent-pool", "simple=0"], "must be a positive number"),
+    (["--opponent-pool", "simple=x"], "not a number"),
+    (["--opponent-pool", ","], "is empty"),
+])
+def test_bad_player_counts_and_pools_exit_2_before_anything_is_written(tmp_path: Path, capsys, argv, message):
+    assert cli([*TINY, *argv, "--run-dir", str(tmp_path / "x")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_league_splits_tables_by_weight_and_interleaves_them():
+    from training.league import parse_pool, split_tables
+
+    tables = split_tables(parse_pool("simple=3,self=1"), 8)
+    assert tables.count("simple") == 6 and tables.count("self") == 2
+    assert set(tables[:4]) == {"simple", "self"}  # interleaved: every slice sees both
+    assert split_tables(parse_pool("simple"), 5) == ["simple"] * 5
+    tables = split_tables(parse_pool("simple=2,self=1,random=1"), 10)
+    assert [tables.count(n) for n in ("simple", "self", "random")] in ([5, 3, 2], [5, 2, 3])
+
+
+def test_snapshot_opponents_play_legal_moves_from_the_learners_weights():
+    from okgin_env.bots.random_bot import random_legal_actions
+    from okgin_env.vector import VectorGymEnv
+    from training.league import SnapshotPool
+    from training.policy import build_model
+
+    model = build_model({"observation_size": okgin_env.observation.layout_for(3).size, "hidden": 16})
+    tables = VectorGymEnv(4, opponents="simple", rules="penalty", num_players=3, learner_seat="alternate")
+    pool = SnapshotPool(capacity=2, players=2, seed=1)
+    pool.seat(model, 3, tables, [1, 3])
+    pool.add(model)
+    pool.refresh()
+    assert tables.opponents[1] is pool.opponents[0] and tables.opponents[3] is pool.opponents[1]
+    assert all(torch.equal(a, b) for a, b in zip(pool.opponents[0].model.state_dict().values(), model.state_dict().values()))
+    with torch.no_grad():  # the learner moves on; the snapshot keeps the old weights
+        next(model.parameters()).add_(1.0)
+    assert not torch.equal(next(pool.opponents[0].model.parameters()), next(model.parameters()))
+    _, infos = tables.reset(seed=2)
+    rng = np.random.default_rng(0)
+    for _ in range(100):  # an illegal opponent move would raise inside step
+        _, _, _, _, infos = tables.step(random_legal_actions(infos["action_mask"], rng))

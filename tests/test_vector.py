@@ -545,3 +545,67 @@ def test_legal_parts_and_discardable_are_the_legal_actions():
                 checked["knock"] += bool(knocks)
             env.step(_choose(env, env.observe(env.agent_selection)["action_mask"], rng, rng.random() < 0.5))
     assert min(checked.values()) > 20, checked
+
+
+class _CountingOpponent:
+    """A batch opponent that plays uniformly at random and records how many decisions it was asked for."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.default_rng(seed)
+        self.calls: list[int] = []
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        self.calls.append(len(observations))
+        return random_legal_actions(masks, self.rng)
+
+
+def test_one_opponent_per_game_plays_only_its_own_games():
+    first, second = _CountingOpponent(1), _CountingOpponent(2)
+    opponents = [first, second, first, "simple"]
+    vector = VectorGymEnv(4, opponents=opponents, rules="penalty", num_players=3, learner_seat="alternate")
+    _, infos = vector.reset(seed=5)
+    assert vector.opponents[0] is vector.opponents[2] and vector.opponents[1] is second
+    with pytest.raises(AttributeError, match="different opponents"):
+        vector.opponent
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        _, _, _, _, infos = vector.step(random_legal_actions(infos["action_mask"], rng))
+    # Games 0 and 2 share `first`: one call for both when both wait; never more than 2 decisions
+    # per call for `first`, never more than 1 for `second`.
+    assert first.calls and second.calls
+    assert max(first.calls) <= 2 and max(second.calls) == 1
+
+
+def test_per_game_opponent_list_is_checked_and_set_opponent_changes_one_game():
+    with pytest.raises(ValueError, match="one opponent per game"):
+        VectorGymEnv(3, opponents=["simple", "random"])
+    with pytest.raises(ValueError, match="unknown opponent"):
+        VectorGymEnv(2, opponents=["simple", "nobody"])
+    vector = VectorGymEnv(2, opponents="simple")
+    assert vector.opponents[0] is vector.opponents[1] is vector.opponent
+    counting = _CountingOpponent(3)
+    vector.set_opponent(1, counting)
+    assert vector.opponents[1] is counting and vector.opponents[0] is not counting
+    with pytest.raises(ValueError, match="allowed: 0..1"):
+        vector.set_opponent(2, counting)
+    with pytest.raises(ValueError, match="policy object"):
+        vector.set_opponent(0, "random")
+    _, infos = vector.reset(seed=1)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        _, _, _, _, infos = vector.step(random_legal_actions(infos["action_mask"], rng))
+    assert counting.calls and max(counting.calls) == 1
+
+
+def test_a_per_game_list_of_one_bot_plays_as_the_single_opponent():
+    actions_rng = np.random.default_rng(4)
+    single = VectorGymEnv(3, opponents="simple", learner_seat="alternate")
+    listed = VectorGymEnv(3, opponents=["simple"] * 3, learner_seat="alternate")
+    obs_a, info_a = single.reset(seed=9)
+    obs_b, info_b = listed.reset(seed=9)
+    for _ in range(200):
+        assert np.array_equal(obs_a, obs_b) and np.array_equal(info_a["action_mask"], info_b["action_mask"])
+        actions = random_legal_actions(info_a["action_mask"], actions_rng)
+        obs_a, rew_a, term_a, _, info_a = single.step(actions)
+        obs_b, rew_b, term_b, _, info_b = listed.step(actions)
+        assert np.array_equal(rew_a, rew_b) and np.array_equal(term_a, term_b)

@@ -203,6 +203,21 @@ def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int)
     return context, features, ids, legal, actions
 
 
+def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int):
+    """Network inputs for a batch of decisions, and each decision's legal actions."""
+    contexts, features, ids, legals, actions = [], [], [], [], []
+    for observation, mask in zip(observations, masks):
+        context, feature, action_ids, legal, legal_actions = encode_decision(observation, mask, num_players)
+        contexts.append(context)
+        features.append(feature)
+        ids.append(action_ids)
+        legals.append(legal)
+        actions.append(legal_actions)
+    tensors = (torch.from_numpy(np.asarray(observations, dtype=np.float32)),
+               *(torch.from_numpy(np.stack(x)) for x in (contexts, features, ids, legals)))
+    return tensors, actions
+
+
 class NetworkPolicy:
     """``act(observation) -> int`` from a trained network; greedy by default."""
 

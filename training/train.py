@@ -69,9 +69,10 @@ from okgin_env.vector import VectorGymEnv
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_PRIVILEGED_FEATURES, privileged_features
+from .league import SELF, SnapshotPool, parse_pool, split_tables
 from .model import PolicyValueNet, PrivilegedCritic
 from .plot import plot_progress
-from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_decision, load_checkpoint, save_checkpoint, write_checkpoint
+from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load_checkpoint, save_checkpoint, write_checkpoint
 from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, format_evaluation
 
 PROG = "python -m training.train"
@@ -81,6 +82,8 @@ PROG = "python -m training.train"
 class Args:
     seed: int = field(default=1, metadata={"help": "seed for python, numpy, torch and the deals"})
     rules: str = field(default="classic", metadata={"help": "rules preset the policy is trained for", "choices": PRESETS})
+    num_players: int = field(default=0, metadata={
+        "help": "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count"})
     total_decisions: int = field(default=3_000_000, metadata={"help": "learner decisions to train for"})
     num_tables: int = field(default=128, metadata={"help": "games stepped together (batched inference)"})
     rollout_length: int = field(default=64, metadata={"help": "learner decisions per table per update"})
@@ -103,6 +106,12 @@ class Args:
     critic_learning_rate: float = field(default=3e-4, metadata={"help": "Adam learning rate of the privileged critic"})
     critic_warmup_updates: int = field(default=5, metadata={
         "help": "updates that train only the privileged critic before the policy moves (after imitation or --init-from)"})
+    opponent_pool: str = field(default="simple", metadata={
+        "help": "the other seats' players, NAME=WEIGHT,... splitting the tables by weight: bot names "
+                "(simple, random, search...) and self (past snapshots of the learner); see training.league"})
+    snapshot_every: int = field(default=10, metadata={"help": "updates between self-play snapshots (after imitation)"})
+    snapshot_capacity: int = field(default=8, metadata={"help": "past snapshots kept for self-play"})
+    snapshot_players: int = field(default=4, metadata={"help": "snapshots in play at once (each on a share of the self-play tables)"})
     eval_every: int = field(default=10, metadata={"help": "updates between evaluations"})
     eval_matches: int = field(default=400, metadata={"help": "matches per evaluation against simple (a tenth, at least 10, against random)"})
     eval_max_rounds: int = field(default=50, metadata={
@@ -122,7 +131,8 @@ def check_args(args: Args) -> None:
     """A ``ValueError`` naming the first argument out of its range (before anything is written)."""
     at_least = {"total_decisions": 1, "num_tables": 1, "rollout_length": 1, "bc_updates": 0, "bc_epochs": 1,
                 "ppo_epochs": 1, "minibatch_size": 1, "critic_hidden": 1, "critic_warmup_updates": 0,
-                "eval_every": 1, "eval_matches": 1, "eval_max_rounds": 1, "torch_threads": 1}
+                "eval_every": 1, "eval_matches": 1, "eval_max_rounds": 1, "torch_threads": 1,
+                "snapshot_every": 1, "snapshot_capacity": 1, "snapshot_players": 1}
     for name, low in at_least.items():
         if getattr(args, name) < low:
             raise ValueError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
@@ -138,6 +148,11 @@ def check_args(args: Args) -> None:
         raise ValueError(f"--gae-lambda must be in [0, 1], got {args.gae_lambda}")
     if args.rules not in PRESETS:
         raise ValueError(f"--rules {args.rules!r}; allowed: {', '.join(PRESETS)}")
+    try:
+        make_config(args.rules, num_players=args.num_players or None)
+    except ValueError as error:
+        raise ValueError(f"--num-players {args.num_players}: {error}") from None
+    parse_pool(args.opponent_pool)
 
 
 # ----------------------------------------------------------------------------- the networks, the tables and the rollout buffers
@@ -176,21 +191,6 @@ class Networks:
         if self.critic is not None:
             state.update(critic=self.critic.state_dict(), critic_optimizer=self.critic_optimizer.state_dict())
         return state
-
-
-def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int):
-    """Network inputs for a batch of decisions, and each decision's legal actions."""
-    contexts, features, ids, legals, actions = [], [], [], [], []
-    for observation, mask in zip(observations, masks):
-        context, feature, action_ids, legal, legal_actions = encode_decision(observation, mask, num_players)
-        contexts.append(context)
-        features.append(feature)
-        ids.append(action_ids)
-        legals.append(legal)
-        actions.append(legal_actions)
-    tensors = (torch.from_numpy(np.asarray(observations, dtype=np.float32)),
-               *(torch.from_numpy(np.stack(x)) for x in (contexts, features, ids, legals)))
-    return tensors, actions
 
 
 def privileged_batch(tables: VectorGymEnv) -> torch.Tensor:
@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     table_rng = np.random.default_rng(args.seed)
     teacher_rng = random.Random(args.seed)
 
-    config = make_config(args.rules)
+    config = make_config(args.rules, num_players=args.num_players or None)
     observation_size = layout_for(config.num_players).size
     networks = Networks.build(args, observation_size)
     metadata = {"rules": args.rules, "num_players": config.num_players, "args": dataclasses.asdict(args)}
@@ -409,8 +409,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     imitation_updates = 0 if args.init_from else args.bc_updates
     policy_frozen_until = imitation_updates + (args.critic_warmup_updates if networks.critic is not None else 0)
 
-    # The learner plays one seat (alternating each match) of every table; the simple bot the other.
-    tables = VectorGymEnv(args.num_tables, opponents="simple", learner_seat="alternate", rules=args.rules,
+    # The learner plays one seat (alternating each match) of every table; the table's opponent from
+    # the pool plays the others (self-play tables play simple until the first snapshot).
+    table_opponents = split_tables(parse_pool(args.opponent_pool), args.num_tables)
+    self_play_tables = [i for i, name in enumerate(table_opponents) if name == SELF]
+    snapshots = SnapshotPool(args.snapshot_capacity, args.snapshot_players, args.seed)
+    tables = VectorGymEnv(args.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
+                          learner_seat="alternate", rules=args.rules, num_players=config.num_players,
                           episode="match", reward="points")
     observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
     masks = infos["action_mask"]
@@ -434,6 +439,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 stats = update_networks(networks, rollout, advantages, returns, phase, args)
                 progress.update += 1
                 progress.decisions += args.rollout_length * args.num_tables
+                if self_play_tables and phase != "bc" and (not snapshots.states or progress.update % args.snapshot_every == 0):
+                    if not snapshots.states:
+                        snapshots.seat(networks.model, config.num_players, tables, self_play_tables)
+                    snapshots.add(networks.model)
+                    snapshots.refresh()
                 progress.elapsed = time.time() - start
 
                 # ---- logging, evaluation in the second process, checkpoints

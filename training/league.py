@@ -1,0 +1,124 @@
+"""Who the learner plays during training: a pool of bots and past snapshots of itself.
+
+``--opponent-pool "simple=3,self=1"`` splits the tables by weight: here three quarters play the
+``simple`` bot in every other seat, one quarter play *snapshots* of the learner (self-play). A
+table's opponent fills all its non-learner seats, so with 3 or 4 players a self-play table seats
+two or three copies of one snapshot. Names: every opponent name of ``okgin_env.opponents``
+(``simple``, ``random``, ``search``, ...) and ``self``.
+
+Snapshots: every ``snapshot_every`` updates after imitation the learner's weights join a pool of
+the last ``capacity`` snapshots, and each self-play table is handed one of them, drawn at random,
+until the next refresh (so the learner meets a spread of its past selves, not just the latest).
+Until the first snapshot (during imitation) self-play tables play ``simple``. Snapshots sample
+their moves from the policy (not greedy), so that they do not repeat one line of play. They are
+not saved in ``last.pt``: a resumed run starts its pool again from the resumed weights.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+
+import numpy as np
+import torch
+
+from okgin_env.opponents import opponent_names
+
+from .model import PolicyValueNet
+from .policy import encode_batch
+
+SELF = "self"
+
+
+def parse_pool(text: str) -> dict[str, float]:
+    """``"simple=3,self=1"`` -> ``{"simple": 3.0, "self": 1.0}``; a bare name has weight 1."""
+    allowed = (*opponent_names(), SELF)
+    pool: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, weight = part.partition("=")
+        name = name.strip()
+        if name not in allowed:
+            raise ValueError(f"--opponent-pool: unknown opponent {name!r}; allowed: {', '.join(allowed)}")
+        if name in pool:
+            raise ValueError(f"--opponent-pool: {name!r} is named twice")
+        try:
+            value = float(weight) if weight else 1.0
+        except ValueError:
+            raise ValueError(f"--opponent-pool: weight of {name!r} is {weight!r}, not a number") from None
+        if not (value > 0 and np.isfinite(value)):
+            raise ValueError(f"--opponent-pool: weight of {name!r} must be a positive number, got {weight!r}")
+        pool[name] = value
+    if not pool:
+        raise ValueError(f"--opponent-pool is empty; give NAME=WEIGHT,... with names from {', '.join(allowed)}")
+    return pool
+
+
+def split_tables(pool: dict[str, float], num_tables: int) -> list[str]:
+    """Each table's opponent name: the weights' shares of ``num_tables`` (largest remainders),
+    interleaved so that any slice of tables sees every opponent."""
+    total = sum(pool.values())
+    exact = {name: num_tables * w / total for name, w in pool.items()}
+    counts = {name: int(x) for name, x in exact.items()}
+    for name in sorted(exact, key=lambda n: counts[n] - exact[n])[: num_tables - sum(counts.values())]:
+        counts[name] += 1
+    # Interleave: table i goes to the name furthest behind its share so far.
+    given = dict.fromkeys(counts, 0)
+    tables = []
+    for i in range(num_tables):
+        name = max(counts, key=lambda n: (counts[n] * (i + 1) / num_tables - given[n], -list(counts).index(n)))
+        given[name] += 1
+        tables.append(name)
+    return tables
+
+
+class SnapshotOpponent:
+    """A frozen copy of the learner's network as a batch opponent (``act_batch``), sampling its moves."""
+
+    name = SELF
+
+    def __init__(self, model: PolicyValueNet, num_players: int, seed: int):
+        self.model = copy.deepcopy(model).eval()
+        self.num_players = num_players
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def load(self, state: dict[str, torch.Tensor]) -> None:
+        self.model.load_state_dict(state)
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        inputs, legal_actions = encode_batch(observations, masks, self.num_players)
+        with torch.no_grad():
+            logits, _ = self.model(*inputs)
+            chosen = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=self.generator)[:, 0]
+        return np.array([actions[i] for actions, i in zip(legal_actions, chosen.tolist())], dtype=np.int64)
+
+
+class SnapshotPool:
+    """The last ``capacity`` snapshots of the learner's weights, played by ``players`` opponents at a
+    time (each shared by a share of the self-play tables, so that each makes one batched forward
+    pass per opponent move rather than one per table)."""
+
+    def __init__(self, capacity: int, players: int, seed: int):
+        self.capacity = capacity
+        self.players = players
+        self.states: list[dict[str, torch.Tensor]] = []
+        self.opponents: list[SnapshotOpponent] = []
+        self.seed = seed
+        self.rng = random.Random(seed)
+
+    def seat(self, model: PolicyValueNet, num_players: int, tables, games: list[int]) -> None:
+        """Create the opponents (from ``model``'s shape) and give them ``games`` of ``tables``, in turn."""
+        self.opponents = [SnapshotOpponent(model, num_players, self.seed * 1000 + k) for k in range(self.players)]
+        for j, game in enumerate(games):
+            tables.set_opponent(game, self.opponents[j % self.players])
+
+    def add(self, model: PolicyValueNet) -> None:
+        self.states.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        del self.states[: -self.capacity]
+
+    def refresh(self) -> None:
+        """Hand every self-play opponent a snapshot drawn at random from the pool."""
+        for opponent in self.opponents:
+            opponent.load(self.rng.choice(self.states))
+
+
+__all__ = ["SELF", "SnapshotOpponent", "SnapshotPool", "parse_pool", "split_tables"]
