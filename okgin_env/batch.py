@@ -32,7 +32,10 @@ legal actions are the rules' own ``RoundState.legal_parts``).
   ``infos["_truncated"]``): the games whose match ended undecided after ``max_rounds`` rounds
   (PettingZoo/Gymnasium truncation; their ``dones`` is True too, and ``final_obs`` is given).
   Info arrays are indexed like the returned rows (position ``j`` is game ``games[j]``); keys are
-  present only when some game has them.
+  present only when some game has them. With a house rule of docs/rules.md §11 on,
+  ``infos["match_bonus"][j]`` (mask ``infos["_match_bonus"]``) is the ``MatchBonus.to_dict()``
+  of a match that ended in the step (its ``scores`` are the final totals, bonuses included, as
+  the AEC env's ``scores``), and with ``reward="points"`` its zero-sum reward is in ``rewards``.
 * **Seeding**: ``reset(seed=s)`` seeds game ``i`` with ``gymnasium.utils.seeding.np_random(s + i)``,
   which is exactly what ``raw_env.reset(seed=s + i)`` does (the convention of Gymnasium's
   vector envs). Each game keeps its generator for every later deal, stock reshuffle and
@@ -57,7 +60,10 @@ work left in Python is the reference engine's own transition plus packing a doze
 rest is a handful of numpy calls per batch; ``benchmarks/bench_vector.py`` measures it against
 OpenSpiel. Each ``RoundState`` keeps its ``history``; each ``MatchState``'s ``outcomes`` list is
 emptied after every round unless ``keep_outcomes=True`` (the dicts are in ``infos``).
-``observation_space`` is finite (``okgin_env.episode.observation_bounds``).
+``observation_space`` is finite (``okgin_env.episode.observation_bounds``). With
+``observation="features"`` every observation (``final_obs`` and ``observe`` too) is followed by
+the solver features of ``okgin_env.features``, as the AEC env's, computed from the packed
+observation words (no decoding) with one numpy pass per batch.
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ from gymnasium.utils import seeding
 
 from .episode import (
     DEFAULT_MAX_ROUNDS,
+    MATCH_BONUS_INFO,
     RESET_OPTIONS,
     check_flag,
     check_max_rounds,
@@ -79,14 +86,16 @@ from .episode import (
     end_of_round,
     observation_bounds,
 )
-from .observation import PackedEncoder, encode
+from .features import fill_features, parts_of_words, with_features
+from .observation import PackedEncoder, check_observation, encode, layout_for
 from .rules.actions import NUM_ACTIONS, action_str
 from .rules.config import RulesConfig, make_config
 from .rules.match import MatchState
 from .rules.round import Phase, RoundState, check_deck
 
 _DISCARD = Phase.DISCARD  # (an Enum member lookup is slow: not in the per-game loop)
-OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "copy", "keep_outcomes")
+OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "copy", "keep_outcomes", "observation")
+_NO_ACTIONS = np.zeros(NUM_ACTIONS, dtype=np.int8)  # the mask of every seat once an episode is over
 
 
 class BatchStep(NamedTuple):
@@ -150,11 +159,14 @@ class BatchEnv:
         max_rounds: int | None = DEFAULT_MAX_ROUNDS,
         copy: bool = True,
         keep_outcomes: bool = False,
+        observation: str = "cards",
         **rule_options: Any,
     ):
         if not isinstance(num_games, (int, np.integer)) or isinstance(num_games, (bool, np.bool_)) or num_games < 1:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         check_options(rule_options, episode, reward, OWN_OPTIONS)
+        self.observation = check_observation(observation)
+        self._features = self.observation == "features"
         self.copy = check_flag("copy", copy)
         self.keep_outcomes = check_flag("keep_outcomes", keep_outcomes)
         self.max_rounds = check_max_rounds(max_rounds)
@@ -164,9 +176,9 @@ class BatchEnv:
         self.episode = episode
         self.reward_mode = reward
         self._encoder = PackedEncoder(self.num_players, self.config.target_score)
-        self.obs_size = self._encoder.size
+        self.obs_size = layout_for(self.num_players, self.observation).size
         n, size = self.num_players, self.obs_size
-        low, high = observation_bounds(self.config)
+        low, high = observation_bounds(self.config, self.observation)
         self.observation_space = gymnasium.spaces.Box(low=low, high=high, dtype=np.float32)
         self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
         self._obs = np.zeros((self.num_games, size), dtype=np.float32)
@@ -331,6 +343,8 @@ class BatchEnv:
         end = end_of_round(outcome, match, self.episode, self.reward_mode, self.max_rounds)
         if end.rewards is not None:
             rewards[j] = end.rewards
+        if end.bonus is not None:
+            add_info(infos, MATCH_BONUS_INFO, j, end.bonus.to_dict(), m)
         if not self.keep_outcomes:
             match.outcomes.clear()
         if end.truncated:
@@ -341,13 +355,16 @@ class BatchEnv:
         if end.terminated or end.truncated:
             dones[j] = True
             target = self.config.target_score
-            final = np.stack([encode(match.round, match.scores, target, seat) for seat in range(self.num_players)])
+            totals = match.round_totals  # as the AEC env's observe: without the house-rule bonuses
+            final = np.stack([encode(match.round, totals, target, seat) for seat in range(self.num_players)])
+            if self._features:
+                final = np.stack([with_features(seat_obs, _NO_ACTIONS) for seat_obs in final])
             add_info(infos, "final_obs", j, final, m)
             match = MatchState(self.config, self._rngs[g])
             self._matches[g] = match
             self._scores[g] = 0.0
         else:
-            self._scores[g] = match.scores
+            self._scores[g] = match.round_totals
             match.deal_next_round()
         self._rounds[g] = match.round
         self._piles[g] = 1 << match.round.upcard
@@ -358,12 +375,16 @@ class BatchEnv:
         encoder = self._encoder
         if idx is None:
             self._seats[:] = encoder.unpack(words, self._scores, self._obs, self._masks)
+            if self._features:
+                fill_features(parts_of_words(words, encoder), self._obs[:, encoder.size :])
             if self._masks_out is not None:
                 np.copyto(self._masks_out, self._masks)
             return
         obs = np.empty((idx.size, self.obs_size), dtype=np.float32)
         masks = np.empty((idx.size, NUM_ACTIONS), dtype=np.int8)
         self._seats[idx] = encoder.unpack(words, self._scores[idx], obs, masks)
+        if self._features:
+            fill_features(parts_of_words(words, encoder), obs[:, encoder.size :])
         self._obs[idx] = obs
         self._masks[idx] = masks
         if self._masks_out is not None:
@@ -398,6 +419,8 @@ class BatchEnv:
         obs = np.empty((rows.size, self.obs_size), dtype=np.float32)
         masks = np.empty((rows.size, NUM_ACTIONS), dtype=np.int8)
         self._encoder.unpack(words, self._scores[rows], obs, masks, viewers=observers)
+        if self._features:
+            fill_features(parts_of_words(words, self._encoder), obs[:, self._encoder.size :])
         return obs, masks
 
     def close(self) -> None:

@@ -26,6 +26,11 @@ zeros.
 round's zero-sum reward (classic: the scorer ``+points``, the other ``-points``; penalty: the mean
 penalty of the others minus one's own). ``reward="win"``: ``+1`` to the match winner and ``-1`` to
 the others at the end of the match (with ``episode="round"``: to the round's winner; 0 on a draw).
+With a house rule of docs/rules.md §11 on (``box_bonus``, ``game_bonus``, ``shutout_multiplier``;
+classic only), the step that ends the match also pays, with ``reward="points"``, the zero-sum
+reward of the match bonuses, and every agent's ``infos["match_bonus"]`` holds them (rounds won,
+box, game, shutout, multiplier, scores before and after, points, rewards: ``okgin_env.episode``);
+``scores`` then reports the totals with the bonuses (observations keep the totals without them).
 
 **Episodes.** ``episode="match"`` (default) deals rounds until a seat reaches ``target_score``;
 ``episode="round"`` ends after one round. ``max_rounds`` (default 200, ``None``: unbounded) ends
@@ -39,7 +44,8 @@ each agent its own copy.
 **Options.** ``rules`` (a preset name or a ``RulesConfig``), ``num_players`` (default None: the
 preset's or the config's own count), every rule option of ``docs/rules.md`` (``gin_bonus``,
 ``undercut_bonus``, ``target_score``, ``ace_upcard_gin_only``, ``allow_discard_taken``,
-``max_turns``, ``max_reshuffles``, ``spade_double``), ``episode``, ``reward``, ``max_rounds``,
+``max_turns``, ``max_reshuffles``, ``spade_double``, ``box_bonus``, ``game_bonus``,
+``shutout_multiplier``), ``episode``, ``reward``, ``max_rounds``,
 ``render_mode`` (``"human"``, ``"ansi"``, ``"rgb_array"``) and ``illegal_action``: ``"raise"``
 (default: a ValueError naming the legal actions) or, for ``env()``, ``"terminate"`` (PettingZoo's
 ``TerminateIllegalWrapper``: the offender gets -1 and the episode ends; a value that is no action
@@ -51,6 +57,15 @@ and/or dealer; the seed is None or a non-negative int. Using the env before a su
 **Observation space.** Finite: every entry has the bounds ``okgin_env.episode.observation_bounds``
 derives from the rules (0/1 card planes and one-hots, scaled numbers at most 1, scores at most
 ``(target_score + the most one round can give) / target_score``).
+
+**Feature observations.** ``observation="features"`` (default ``"cards"``) appends to the same
+array the solver features of ``okgin_env.features`` (per-card planes lined up with the discard
+and knock actions, per-decision numbers), computed from the seat's own observation and action
+mask alone; ``okgin_env.observation.layout_for(n, "features")`` names the slices, ``decode`` reads them.
+
+**State.** ``state()`` returns the full state (every hand, the stock in drawing order, the discard
+pile, scores, ...; ``okgin_env.state``) inside ``state_space``, a finite ``Box``. It is
+privileged: for centralized critics (MAPPO and the like) and tools, never a policy's input.
 
 **Version history.** v0: first release.
 """
@@ -68,6 +83,7 @@ from pettingzoo.utils import wrappers
 
 from .episode import (
     DEFAULT_MAX_ROUNDS,
+    MATCH_BONUS_INFO,
     RESET_OPTIONS,
     check_max_rounds,
     check_options,
@@ -76,15 +92,17 @@ from .episode import (
     end_of_round,
     observation_bounds,
 )
-from .observation import encode, layout_for
+from .features import with_features
+from .observation import check_observation, encode, layout_for
 from .registration import register_envs
 from .rules.actions import NUM_ACTIONS
 from .rules.config import RulesConfig, make_config
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
+from .state import encode_state, state_bounds
 
 ENV_NAME = "oklahoma_gin_v0"
-OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "render_mode", "illegal_action")
+OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "render_mode", "illegal_action", "observation")
 ILLEGAL_ACTION_MODES = ("raise", "terminate")
 #: What ``reset`` sets: reading one before a successful reset is a ``ResetRequiredError``.
 SET_BY_RESET = frozenset(
@@ -148,12 +166,14 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         max_rounds: int | None = DEFAULT_MAX_ROUNDS,
         render_mode: str | None = None,
         illegal_action: str = "raise",
+        observation: str = "cards",
         **rule_options: Any,
     ):
         """``illegal_action`` is accepted for symmetry with ``env()``, as ``"raise"`` only: the raw
         env always raises on an illegal action (``env(illegal_action="terminate")`` adds the wrapper)."""
         super().__init__()
         check_options(rule_options, episode, reward, OWN_OPTIONS)
+        self.observation = check_observation(observation)
         if illegal_action != "raise":
             raise ValueError(
                 f"illegal_action={illegal_action!r}: raw_env allows only 'raise' (it always raises on an illegal "
@@ -169,8 +189,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         n = self.config.num_players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agent_name_mapping = {agent: i for i, agent in enumerate(self.possible_agents)}
-        self.layout = layout_for(n)
-        low, high = observation_bounds(self.config)
+        self.layout = layout_for(n, self.observation)
+        low, high = observation_bounds(self.config, self.observation)
         observation_space = spaces.Dict(
             {
                 "observation": spaces.Box(low=low, high=high, dtype=np.float32),
@@ -179,6 +199,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         )
         self.observation_spaces = {agent: observation_space for agent in self.possible_agents}
         self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in self.possible_agents}
+        self.state_space = spaces.Box(*state_bounds(self.config), dtype=np.float32)  # privileged: okgin_env.state
         self.match: MatchState | None = None
         self.np_random: np.random.Generator | None = None
         self.last_round_outcome: RoundOutcome | None = None
@@ -226,8 +247,16 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         if agent == self.agent_selection and not self.terminations[agent] and not self.truncations[agent]:
             mask[match.round.legal_actions()] = 1
-        observation = encode(match.round, match.scores, self.config.target_score, seat)
+        # round_totals: the match-end house-rule bonuses (docs/rules.md §11) stay out of observations.
+        observation = encode(match.round, match.round_totals, self.config.target_score, seat)
+        if self.observation == "features":
+            observation = with_features(observation, mask)  # from this observation and mask alone
         return {"observation": observation, "action_mask": mask}
+
+    def state(self) -> np.ndarray:
+        """The full state (``okgin_env.state``): every hand and the stock order. Privileged: for
+        centralized critics and tools, never a policy's input."""
+        return encode_state(self._require_match())
 
     def last(self, observe: bool = True):
         self._require_match()
@@ -270,6 +299,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if end.rewards is not None:
             for agent, value in zip(self.possible_agents, end.rewards):
                 self.rewards[agent] = float(value)
+        if end.bonus is not None:
+            for agent in self.agents:
+                self.infos[agent][MATCH_BONUS_INFO] = end.bonus.to_dict()
         if end.terminated:
             self.terminations = {agent: True for agent in self.agents}
         elif end.truncated:
@@ -309,6 +341,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     @property
     def scores(self) -> dict[str, int]:
+        """Match totals so far; once the match is over they include the house-rule bonuses (§11)."""
         return dict(zip(self.possible_agents, self._require_match().scores))
 
     @property

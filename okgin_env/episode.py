@@ -14,6 +14,16 @@ loop (``okgin_env.match_loop``), so all end episodes and pay rewards by one rule
   zero-sum reward (``RoundOutcome.rewards``); ``reward="win"``: +1 to the winner and -1 to the
   others when the episode ends (with ``episode="round"`` the round's winner; 0 to all on a draw
   and on a truncated match).
+* House rules (docs/rules.md §11: ``box_bonus``, ``game_bonus``, ``shutout_multiplier``; classic
+  only): when a match ends by the rules (not truncated), ``MatchState`` adds the bonuses to the
+  reported ``scores``. With ``reward="points"`` the step that ends the match pays, on top of the
+  round's reward, the zero-sum reward of the bonuses (``MatchBonus.rewards``: with two players
+  ``+(own bonus - other's)``), so a seat's rewards over a match add up to its final score minus
+  the other's, bonuses included; this holds with ``episode="round"`` too, in the rare round that
+  ends the match. That step's ``infos`` also hold ``MATCH_BONUS_INFO`` (``"match_bonus"``):
+  ``MatchBonus.to_dict()`` (rounds_won, box, game, shutout, multiplier, scores_before, scores,
+  points, rewards), whenever a house rule is on, even when every bonus came to 0. ``reward="win"``
+  is unchanged (the bonuses never change who won).
 
 Also here: the check of reset options
 (``check_reset_options``; seeds use ``rules.config.check_seed``, as the bots do), and the finite observation space every env declares
@@ -28,9 +38,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .observation import TARGET_SCALE, layout_for
+from .features import feature_bounds
+from .observation import TARGET_SCALE, check_observation, layout_for
 from .rules.config import OPTION_NAMES, RulesConfig, check_seed, is_int
-from .rules.match import MatchState
+from .rules.match import MatchBonus, MatchState
 from .rules.showdown import RoundOutcome
 
 EPISODES = ("match", "round")
@@ -38,6 +49,8 @@ REWARDS = ("points", "win")
 #: About ten times the most rounds a simple-vs-simple match took (22 in 1,000 seeded classic matches).
 DEFAULT_MAX_ROUNDS = 200
 RESET_OPTIONS = ("deck", "dealer")
+#: The ``infos`` key of the match-end house-rule bonuses (``MatchBonus.to_dict()``), at the step that ends the match.
+MATCH_BONUS_INFO = "match_bonus"
 
 
 def check_options(rule_options: Mapping[str, object], episode: str, reward: str, own_options: Iterable[str]) -> None:
@@ -91,22 +104,27 @@ class RoundEnd(NamedTuple):
     terminated: bool  # the episode ended by the rules (the round, or the match, is over)
     truncated: bool  # the match reached max_rounds undecided
     rewards: list[float] | None  # each seat's reward for this round, or None when it pays nothing
+    bonus: MatchBonus | None = None  # the house-rule bonuses, when this round ended the match with one on
 
 
 def end_of_round(
     outcome: RoundOutcome, match: MatchState, episode: str, reward: str, max_rounds: int | None = None
 ) -> RoundEnd:
     """Called once the round's outcome is recorded in ``match`` (``match.is_over`` already says
-    whether the match ended)."""
+    whether the match ended, ``match.bonus`` its house-rule bonuses)."""
     terminated = episode == "round" or match.is_over
     truncated = not terminated and round_cap_reached(match, max_rounds)
+    bonus = match.bonus  # set only by the round that ended the match (the last one recorded)
     if reward == "points":
-        return RoundEnd(terminated, truncated, outcome.rewards)
+        if bonus is None:
+            return RoundEnd(terminated, truncated, outcome.rewards)
+        paid = [r + b for r, b in zip(outcome.rewards, bonus.rewards)]
+        return RoundEnd(terminated, truncated, paid, bonus)
     if terminated:
         winner = outcome.winner if episode == "round" else match.winner
         if winner is not None:
-            return RoundEnd(True, False, [1.0 if seat == winner else -1.0 for seat in range(match.num_players)])
-    return RoundEnd(terminated, truncated, None)
+            return RoundEnd(True, False, [1.0 if seat == winner else -1.0 for seat in range(match.num_players)], bonus)
+    return RoundEnd(terminated, truncated, None, bonus)
 
 
 def max_round_points(config: RulesConfig) -> int:
@@ -119,9 +137,10 @@ def max_round_points(config: RulesConfig) -> int:
     return 2 * points if config.spade_double else points
 
 
-def observation_bounds(config: RulesConfig) -> tuple[np.ndarray, np.ndarray]:
+def observation_bounds(config: RulesConfig, observation: str = "cards") -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)`` float32: the least and largest value of every observation entry under
-    ``config``, the envs' finite ``Box``. Card planes and one-hots are 0/1; knock limit and stock
+    ``config``, the envs' finite ``Box`` (with ``observation="features"`` followed by
+    ``okgin_env.features.feature_bounds``). Card planes and one-hots are 0/1; knock limit and stock
     size are at most 1 once scaled; a seat's score is below the target before the last round,
     which adds at most ``max_round_points``; reshuffles are at most ``max_reshuffles`` (none in
     classic; the bound is at least 1, as Gymnasium warns about an entry whose low equals its high)."""
@@ -131,12 +150,15 @@ def observation_bounds(config: RulesConfig) -> tuple[np.ndarray, np.ndarray]:
     high[slices["scores"]] = (target + max_round_points(config)) / target
     high[slices["target_score"]] = target / TARGET_SCALE
     high[slices["reshuffles"]] = max(config.max_reshuffles if config.reshuffle_stock else 0, 1)
+    if check_observation(observation) == "features":
+        high = np.concatenate([high, feature_bounds(config)[1]])  # (every feature's low is 0)
     return np.zeros_like(high), high
 
 
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "EPISODES",
+    "MATCH_BONUS_INFO",
     "RESET_OPTIONS",
     "REWARDS",
     "RoundEnd",

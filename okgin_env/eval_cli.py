@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1, help="processes (default 1: inline)")
     parser.add_argument("--out", default=None, help="write PREFIX.json and PREFIX.csv")
+    parser.add_argument("--record", default=None, metavar="PATH", help="write every game to PATH (JSON Lines game records)")
     parser.add_argument("--wide", action="store_true", help="every column: rounds per game, how rounds were won, decisions")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -86,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workers=args.workers,
                 progress=not args.no_progress,
                 max_rounds=args.max_rounds,
+                record=args.record,
                 **options,
             )
     except EvaluationInterrupted as stop:
@@ -110,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         for path in results.write(args.out):
             print(f"wrote {path}")
+    if args.record:
+        print(f"wrote {args.record} ({len(results.records)} game records)")
     return code
 
 

@@ -51,8 +51,12 @@ class PairResult:
     win_rate_a: float = float("nan")
     ci_low: float = 0.0
     ci_high: float = 1.0
+    num_players: int = 2
+    parity: float = 0.5  # A's win share if it played as well as B: 1 / num_players
     rounds: int = 0
     points_per_round_a: float = float("nan")
+    penalty_per_round_a: float = float("nan")  # penalty preset: points charged to A per round
+    penalty_per_round_field: float = float("nan")  # ... and to each of B's seats, on average
     rounds_per_game: float = float("nan")
     gin_rate_a: float = 0.0
     gin_rate_b: float = 0.0
@@ -77,9 +81,15 @@ class PairResult:
         if decided:
             r.win_rate_a = r.wins_a / decided
         r.ci_low, r.ci_high = wilson_interval(r.wins_a, decided)
+        if records:
+            r.num_players = records[0].get("num_players", 2)
+            r.parity = 1 / r.num_players
         r.rounds = sum(rec["rounds"] for rec in records)
         if r.rounds:
             r.points_per_round_a = sum(rec["a_points"] for rec in records) / r.rounds
+            if records[0].get("penalty_scoring"):
+                r.penalty_per_round_a = sum(rec["a_penalty"] for rec in records) / r.rounds
+                r.penalty_per_round_field = sum(rec["b_penalty"] for rec in records) / r.rounds / (r.num_players - 1)
             for kind in KINDS:
                 for side in "ab":
                     setattr(r, f"{kind}_rate_{side}", sum(rec[f"{kind}_{side}"] for rec in records) / r.rounds)
@@ -94,14 +104,17 @@ class PairResult:
         return r
 
 
-# The table's columns: (header, cell(pair, name), shown by default); ``{games}`` is "matches" or
-# "rounds" and ``name`` maps a policy's name to the text the table shows for it.
-_COLUMNS: list[tuple[str, Any, bool]] = [
+# The table's columns: (header, cell(pair, name), shown by default: True, False, or "multi" /
+# "penalty": when some pair has more than two players / penalty scoring); ``{games}`` is
+# "matches" or "rounds" and ``name`` maps a policy's name to the text the table shows for it.
+_COLUMNS: list[tuple[str, Any, bool | str]] = [
     ("A vs B", lambda p, name: f"{name[p.a]} vs {name[p.b]}", True),
     ("{games}", lambda p, _: str(p.games), True),
     ("A-B-draw", lambda p, _: f"{p.wins_a}-{p.wins_b}-{p.draws}", True),
     ("A win% [95% CI]", lambda p, _: f"{100 * p.win_rate_a:.1f} [{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}]", True),
+    ("parity%", lambda p, _: f"{100 * p.parity:.1f}", "multi"),
     ("pts/round A", lambda p, _: f"{p.points_per_round_a:+.2f}", True),
+    ("penalty/round A/field", lambda p, _: f"{p.penalty_per_round_a:.2f}/{p.penalty_per_round_field:.2f}", "penalty"),
     ("rounds/game", lambda p, _: f"{p.rounds_per_game:.2f}", False),
     ("gin% A/B", lambda p, _: f"{100 * p.gin_rate_a:.1f}/{100 * p.gin_rate_b:.1f}", False),
     ("knock% A/B", lambda p, _: f"{100 * p.knock_rate_a:.1f}/{100 * p.knock_rate_b:.1f}", False),
@@ -137,7 +150,9 @@ class EvalResults:
         for ``checkpoints/okgin_classic.pt``); the JSON and CSV keep the names in full.
         """
         games = "matches" if self.settings.get("episode", "match") == "match" else "rounds"
-        columns = [(head.format(games=games), cell) for head, cell, default in _COLUMNS if wide or default]
+        shown_when = {True: True, False: wide, "multi": any(p.num_players > 2 for p in self.pairs),
+                      "penalty": any(not math.isnan(p.penalty_per_round_a) for p in self.pairs)}
+        columns = [(head.format(games=games), cell) for head, cell, default in _COLUMNS if wide or shown_when[default]]
         head = [name for name, _ in columns]
         shown = _short_names([name for p in self.pairs for name in (p.a, p.b)])
         rows = [[cell(p, shown) for _, cell in columns] for p in self.pairs]

@@ -35,11 +35,18 @@ of the win rate), A's win rate among decided games with its 95% Wilson score int
 round reward (``reward="points"``, zero-sum: B's is its negative with two players), how each
 side won its rounds (gin, knock, undercut, as shares of all rounds) and the draw share, and per
 side the mean decisions per game and milliseconds per decision (``okgin_env.eval_results``).
+With three or four players A's win rate is its **win share**: the fraction of decided matches A
+wins against the N-1 copies of B, to be read against ``parity`` = 1/N (the table shows it); with
+``rules="penalty"`` the table adds the mean penalty points charged per round to A and to each
+seat of the field (``penalty_per_round_a`` / ``penalty_per_round_field``; lower is better).
 
 **Stopping.** Ctrl-C (and, under the CLI, SIGTERM) stops the run: worker processes are ended
 (they ignore Ctrl-C themselves), and ``evaluate`` raises ``EvaluationInterrupted`` (a
 ``KeyboardInterrupt``) whose ``results`` count the games that finished. The CLI prints that
 table, says it was interrupted and exits with 130 (SIGINT) or 143 (SIGTERM).
+
+**Records.** ``record=PATH`` (``okgin-eval --record PATH``) writes every game (a mirrored deal
+is two) as one line of ``okgin_env.records``, in the order of the tasks.
 
 Games run on the rules engine directly (``okgin_env.match_loop.play_match``: exactly what
 ``raw_env`` gives each agent) rather than through the PettingZoo wrappers, which would cost more
@@ -77,6 +84,7 @@ from .policy_loaders import (
     register_policy_loader,
     registered_loaders,
 )
+from .records import check_record_path, game_record, write_records
 from .rules.config import OPTION_NAMES, RulesConfig, make_config
 
 __all__ = [
@@ -208,6 +216,7 @@ class Task:
     env_seed: int
     bot_seeds: list[int]
     max_rounds: int | None = DEFAULT_MAX_ROUNDS
+    record: bool = False  # also return the game record (okgin_env.records) as "game_record"
 
 
 def play_game(task: Task) -> dict[str, Any]:
@@ -216,27 +225,37 @@ def play_game(task: Task) -> dict[str, Any]:
     n = config.num_players
     policies = [make_policy(spec, seed, config) for spec, seed in zip(task.specs, task.bot_seeds)]
     rng, _ = seeding.np_random(task.env_seed)  # the same generator env.reset(seed=...) makes
-    game = play_match(config, policies, rng, episode=task.episode, max_rounds=task.max_rounds)
+    rounds: list[Any] = []
+    on_round = (lambda match, _outcome: rounds.append(match.round)) if task.record else None
+    game = play_match(config, policies, rng, episode=task.episode, max_rounds=task.max_rounds, on_round=on_round)
     a = task.a_seat
     won = {f"{kind}_{side}": 0 for kind in KINDS for side in "ab"}
     a_points = 0.0
     draws = 0
+    b_seats = [s for s in range(n) if s != a]
+    # Penalty points charged (the penalty preset's scores; 0 in classic), A's and the field's (all of B's seats).
+    penalty = {"a_penalty": 0, "b_penalty": 0}
     for outcome in game.outcomes:
         a_points += outcome.rewards[a]
+        if config.penalty_scoring:
+            penalty["a_penalty"] += outcome.points[a]
+            penalty["b_penalty"] += sum(outcome.points[s] for s in b_seats)
         if outcome.winner is None:
             draws += 1
         elif outcome.kind in KINDS:
             won[f"{outcome.kind}_{'a' if outcome.winner == a else 'b'}"] += 1
     result = "draw" if game.winner is None else ("a" if game.winner == a else "b")
-    b_seats = [s for s in range(n) if s != a]
     return {
         "pair": task.pair,
         "deal": task.deal,
         "rotation": task.rotation,
         "a_seat": a,
+        "num_players": n,
+        "penalty_scoring": config.penalty_scoring,
         "result": result,
         "rounds": game.rounds,
         "a_points": a_points,
+        **penalty,
         "round_draws": draws,
         **won,
         "decisions_a": game.decisions[a],
@@ -244,7 +263,17 @@ def play_game(task: Task) -> dict[str, Any]:
         "seconds_a": game.seconds[a],
         "seconds_b": sum(game.seconds[s] for s in b_seats),
         "scores": game.scores,
+        **({"game_record": _game_record(task, game, rounds).to_dict()} if task.record else {}),
     }
+
+
+def _game_record(task: Task, game: Any, rounds: list[Any]) -> Any:
+    return game_record(
+        task.config, [spec_label(spec) for spec in task.specs], rounds, game.scores, episode=task.episode,
+        max_rounds=task.max_rounds, winner=game.winner, truncated=game.truncated, seed=task.env_seed,
+        bot_seeds=task.bot_seeds, seconds=[round(s, 4) for s in game.seconds], decisions=game.decisions,
+        evaluation={"pair": task.pair, "deal": task.deal, "rotation": task.rotation, "a_seat": task.a_seat},
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -311,6 +340,7 @@ def evaluate(
     workers: int = 1,
     progress: bool = True,
     max_rounds: int | None = DEFAULT_MAX_ROUNDS,
+    record: str | os.PathLike | None = None,
     **rule_options: Any,
 ) -> EvalResults:
     """Play every pair of ``policies`` (a head-to-head for two, a round robin for more).
@@ -319,7 +349,8 @@ def evaluate(
     ``"match"`` or ``"round"``; ``rules`` (a preset name or a ``RulesConfig``)/``num_players``
     (None: the preset's or the config's own)/``rule_options`` as for ``okgin_env.env``;
     ``workers`` processes (1: in this process); ``progress`` shows a tqdm bar; ``max_rounds``
-    ends a match after that many rounds as a draw (None: unbounded).
+    ends a match after that many rounds as a draw (None: unbounded); ``record``: a file to write
+    every game's record to (JSON Lines, ``okgin_env.records``), also when stopped.
     """
     if episode not in EPISODES:
         raise ValueError(f"episode={episode!r}; allowed: {', '.join(EPISODES)}")
@@ -334,6 +365,10 @@ def evaluate(
     for _, spec in named:
         check_spec(spec, config)
     tasks = make_tasks(named, matches, config, episode, seed, max_rounds)
+    if record is not None:
+        check_record_path(record)  # before any game
+    for task in tasks:
+        task.record = record is not None
     started = time.perf_counter()
     records: list[dict[str, Any]] = []
     interrupted = None
@@ -342,6 +377,7 @@ def evaluate(
     except KeyboardInterrupt as stop:
         interrupted = getattr(stop, "signal_name", "SIGINT")
     records.sort(key=lambda rec: (rec["pair"], rec["deal"], rec["rotation"]))
+    game_records = [rec.pop("game_record") for rec in records if "game_record" in rec]
     pairs = []
     for index, ((name_a, _), (name_b, _)) in enumerate(itertools.combinations(named, 2)):
         pairs.append(PairResult.from_records(name_a, name_b, [r for r in records if r["pair"] == index]))
@@ -359,6 +395,9 @@ def evaluate(
         settings["max_rounds"] = max_rounds
     if interrupted is not None:
         settings.update(interrupted=interrupted, games_finished=len(records), games_planned=len(tasks))
+    if record is not None:
+        settings["record"] = os.fspath(record)
+        write_records(record, game_records)
     results = EvalResults(pairs=pairs, settings=settings, records=records)
     if interrupted is not None:
         raise EvaluationInterrupted(interrupted, results) from None

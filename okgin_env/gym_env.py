@@ -28,7 +28,9 @@ a ValueError naming the legal actions and changes nothing. In both modes a value
 action id (not an int in 0..106: ``None``, ``1.5``, ``True``) is a ValueError.
 
 Observations are the flat float32 array of the learner's seat, inside a finite ``Box`` (bounds
-from ``okgin_env.episode.observation_bounds``); the action mask is in ``info["action_mask"]``
+from ``okgin_env.episode.observation_bounds``); with ``observation="features"`` (an env option)
+followed by the solver features of ``okgin_env.features`` (the opponents get the same layout;
+the bots read either). The action mask is in ``info["action_mask"]``
 and from ``action_masks()`` (as sb3-contrib's ``MaskablePPO`` expects). The reward of a step is
 the learner's reward accumulated since its previous decision. An episode that ends before the
 learner's first decision is dealt again inside ``reset`` (counted in

@@ -16,8 +16,11 @@ PettingZoo wrappers, which would cost more than fast bots themselves::
     result.winner, result.scores, result.rounds
 
 ``on_decision(match, seat, observation)`` is called before each decision (to record or label
-it) and may return True to stop the match there. ``max_rounds`` bounds a match whose rounds keep
-ending without a winner (policies that never knock): the match then ends *truncated*.
+it) and may return True to stop the match there. ``on_round(match, outcome)`` is called at the
+end of each round, before the next deal, while ``match.round`` is still the finished round (its
+``deck``, ``history`` and ``reshuffle_orders``: what ``okgin_env.records`` writes).
+``max_rounds`` bounds a match whose rounds keep ending without a winner (policies that never
+knock): the match then ends *truncated*.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
 
 DecisionHook = Callable[[MatchState, int, dict[str, np.ndarray]], Any]
+RoundHook = Callable[[MatchState, RoundOutcome], Any]
 
 
 @dataclass
@@ -69,6 +73,7 @@ def play_match(
     dealer: int | None = None,
     on_decision: DecisionHook | None = None,
     max_rounds: int | None = DEFAULT_MAX_ROUNDS,
+    on_round: RoundHook | None = None,
 ) -> MatchResult:
     """Play one match (``episode="match"``) or one round (``"round"``) with ``policies[seat]``.
 
@@ -106,6 +111,8 @@ def play_match(
         if outcome is None:
             continue
         outcomes.append(outcome)
+        if on_round is not None:
+            on_round(match, outcome)
         if episode == "round":
             winner = outcome.winner
             break

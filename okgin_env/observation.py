@@ -21,8 +21,10 @@ after the observer (k = 1 … N-1). Card planes hold 52 entries, one per card id
 | ``target_score`` | 1 | target_score / 100 |
 | ``reshuffles`` | 1 | stock reshuffles so far this round (penalty preset) |
 
-Nothing else is encoded: no opponent card that was not shown, no stock order. This module is the
-only place that knows the layout and its scales (``SCALES``):
+Nothing else is encoded: no opponent card that was not shown, no stock order. The option
+``observation="features"`` appends ``okgin_env.features.FEATURE_PARTS`` (solver features computed
+from the slices above and the action mask). This module is the only place that knows the layout
+and its scales (``SCALES``):
 
 * ``encode(round_state, scores, target_score, observer)``: one observation;
 * ``PackedEncoder``: the observations and action masks of many games at once (``BatchEnv``), a
@@ -57,13 +59,23 @@ TARGET_SCALE = 100.0
 #: What each numeric slice is divided by (``scores`` by the match's target score).
 SCALES = {"knock_limit": KNOCK_LIMIT_SCALE, "stock_size": STOCK_SCALE, "target_score": TARGET_SCALE}
 PLAYER_COUNTS = (2, 3, 4)
+#: The env option ``observation``: the card layout alone, or followed by the solver features.
+OBSERVATIONS = ("cards", "features")
+
+
+def check_observation(observation: object) -> str:
+    """``observation`` if it is one of ``OBSERVATIONS``; else a ValueError naming the allowed values."""
+    if not isinstance(observation, str) or observation not in OBSERVATIONS:
+        raise ValueError(f"observation={observation!r}; allowed: {', '.join(map(repr, OBSERVATIONS))}")
+    return observation
 
 
 @dataclass(frozen=True)
 class ObservationLayout:
-    """Named slices of the flat observation for one player count."""
+    """Named slices of the flat observation for one player count (and ``observation`` option)."""
 
     num_players: int
+    observation: str = "cards"
 
     @property
     def card_planes(self) -> tuple[str, ...]:
@@ -88,42 +100,51 @@ class ObservationLayout:
 
     @property
     def slices(self) -> dict[str, slice]:
-        return _slices(self.num_players)
+        return _slices(self.num_players, self.observation)
 
     @property
     def size(self) -> int:
-        return _size(self.num_players)
+        return _size(self.num_players, self.observation)
 
 
 @lru_cache(maxsize=None)
-def _slices(num_players: int) -> dict[str, slice]:
+def _slices(num_players: int, observation: str = "cards") -> dict[str, slice]:
     layout = ObservationLayout(num_players)
+    parts = [(name, NUM_CARDS) for name in layout.card_planes] + list(layout.scalar_parts)
+    if observation == "features":
+        from .features import FEATURE_PARTS  # (features imports this module: imported when first needed)
+
+        parts += FEATURE_PARTS
     result, start = {}, 0
-    for name in layout.card_planes:
-        result[name] = slice(start, start + NUM_CARDS)
-        start += NUM_CARDS
-    for name, width in layout.scalar_parts:
+    for name, width in parts:
         result[name] = slice(start, start + width)
         start += width
     return result
 
 
 @lru_cache(maxsize=None)
-def _size(num_players: int) -> int:
-    return max(s.stop for s in _slices(num_players).values())
+def _size(num_players: int, observation: str = "cards") -> int:
+    return max(s.stop for s in _slices(num_players, observation).values())
 
 
-def layout_for(num_players: int) -> ObservationLayout:
-    return ObservationLayout(num_players)
+def layout_for(num_players: int, observation: str = "cards") -> ObservationLayout:
+    return ObservationLayout(num_players, check_observation(observation))
+
+
+def layout_of(observation: np.ndarray) -> ObservationLayout:
+    """The layout (player count and ``observation`` option) that has this observation's size."""
+    size = int(np.asarray(observation).shape[-1])
+    for kind in OBSERVATIONS:
+        for n in PLAYER_COUNTS:
+            if _size(n, kind) == size:
+                return ObservationLayout(n, kind)
+    raise ValueError(f"observation of size {size} matches no layout (sizes for 2-4 players: "
+                     f"{ {kind: [_size(n, kind) for n in PLAYER_COUNTS] for kind in OBSERVATIONS} })")
 
 
 def num_players_of(observation: np.ndarray) -> int:
-    """The player count whose layout has this observation's size."""
-    size = int(np.asarray(observation).shape[-1])
-    for n in PLAYER_COUNTS:
-        if _size(n) == size:
-            return n
-    raise ValueError(f"observation of size {size} matches no layout (sizes: {[_size(n) for n in PLAYER_COUNTS]})")
+    """The player count whose layout (either ``observation`` option) has this observation's size."""
+    return layout_of(observation).num_players
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -362,7 +383,7 @@ def _numbers(obs: np.ndarray, num_players: int) -> dict[str, Any]:
     """The numeric slices back in their units (the one place that undoes ``SCALES``)."""
     start, s = _numeric_slices(num_players)
     # One ``tolist`` for all the numbers: reading array items one at a time costs several times more.
-    tail = obs[start:].tolist()
+    tail = obs[start : _size(num_players)].tolist()
     target = int(round(float(tail[s["target_score"].start]) * TARGET_SCALE))
     return {
         "knock_limit": int(round(float(tail[s["knock_limit"].start]) * KNOCK_LIMIT_SCALE)),
@@ -427,18 +448,22 @@ def decode(observation: Any, num_players: int | None = None) -> dict[str, object
     obs, mask = _split(observation)
     if obs.ndim != 1:
         raise ValueError(f"decode takes one observation (a 1-d array), got an array of shape {obs.shape}")
-    n = num_players_of(obs) if num_players is None else num_players
-    layout = layout_for(n)
-    if obs.shape[-1] != layout.size:
-        raise ValueError(f"observation has {obs.shape[-1]} entries; the {n}-player layout has {layout.size}")
+    layout = layout_of(obs)
+    n = layout.num_players
+    if num_players not in (None, n):
+        raise ValueError(f"observation has {obs.shape[-1]} entries: a {n}-player layout, not a {num_players}-player one")
     numbers = _numbers(obs, n)
     parts: dict[str, object] = {}
-    for name, part in layout.slices.items():
+    for name, part in _slices(n).items():  # the card layout; the features after it
         if name in numbers:
             value = numbers[name]
             parts[name] = value.name.lower() if isinstance(value, Phase) else value
         else:
             parts[name] = [card_str(int(c)) for c in np.flatnonzero(obs[part] > 0.5)]
+    if layout.observation == "features":
+        from .features import decode_features
+
+        parts.update(decode_features(obs[_size(n) :]))
     if mask is not None:
         parts["legal"] = [action_str(int(a)) for a in np.flatnonzero(mask)]
     return parts
@@ -449,7 +474,9 @@ def to_text(observation: Any, num_players: int | None = None) -> str:
     lines = []
     for name, value in decode(observation, num_players).items():
         if isinstance(value, list) and value and isinstance(value[0], str):
-            value = (", " if name == "legal" else " ").join(value)
+            value = (", " if name in ("legal", "draw_take_pass_legal") else " ").join(value)
+        elif isinstance(value, dict):
+            value = " ".join(f"{card}:{count}" for card, count in value.items())
         lines.append(f"{name:>20}: {value}")
     return "\n".join(lines)
 
@@ -461,19 +488,8 @@ def hand_from_observation(observation: Any) -> list[int]:
 
 
 __all__ = [
-    "KNOCK_LIMIT_SCALE",
-    "OBSERVATION_VERSION",
-    "SCALES",
-    "STOCK_SCALE",
-    "TARGET_SCALE",
-    "ObservationLayout",
-    "ObservationView",
-    "PackedEncoder",
-    "decode",
-    "encode",
+    "KNOCK_LIMIT_SCALE", "OBSERVATIONS", "OBSERVATION_VERSION", "SCALES", "STOCK_SCALE", "TARGET_SCALE",
+    "ObservationLayout", "ObservationView", "PackedEncoder", "check_observation", "decode", "encode",
     "hand_from_observation",
-    "layout_for",
-    "num_players_of",
-    "to_text",
-    "view",
+    "layout_for", "layout_of", "num_players_of", "to_text", "view",
 ]

@@ -2,6 +2,7 @@
 
     python -m okgin_env.play --opponent simple            # or: okgin-play --opponent search
     python -m okgin_env.play --opponent checkpoints/okgin_classic.pt --seed 7 --episode round
+    okgin-play --opponent simple --record my_games.jsonl  # the game as an okgin_env.records line
 
 Each turn shows your hand sorted with its melds grouped (``[3H 4H 5H] [7S 7D 7C] | KS 2D``),
 the discard top, the knock limit, the stock size and the scores, then asks for a move:
@@ -13,6 +14,8 @@ the discard top, the knock limit, the stock size and the scores, then asks for a
 | ``p``, ``pass`` | pass on the upcard |
 | ``TD``, ``discard TD`` | discard a card (rank ``A 2-9 T J Q K``, ``10`` also works; suit ``S H D C``) |
 | ``k TD``, ``knock TD`` | knock, discarding TD face down (gin when the rest has no deadwood) |
+| ``g TD``, ``gin TD`` | knock for gin (refused when the rest has deadwood) |
+| a sentence | ``draw from the stock``, ``knock with 2C``: read as ``okgin_env.text.parse`` reads replies |
 | ``?``, ``help`` | the moves and the rules in brief |
 | ``q``, ``quit`` | leave the game |
 
@@ -32,13 +35,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .env import raw_env
-from .evaluate import check_spec, make_policy
+from .evaluate import check_spec, make_policy, spec_label
 from .rules.config import PRESETS
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-from .rules.cards import NUM_RANKS, card_id, card_str
+from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
 from .rules.round import Phase, RoundState
 from .rules.showdown import RoundOutcome
+from .text import hand_text, parse, sort_key
+from .text import read_move as parse_move  # one reader of move words for the terminal and okgin_env.text
 
 HELP = """\
 Moves:
@@ -47,6 +52,8 @@ Moves:
   p / pass               pass on the offered upcard
   TD / discard TD        discard a card: rank A 2-9 T J Q K (or 10), suit S H D C
   k TD / knock TD        knock, discarding TD face down (gin if the rest has no deadwood)
+  g TD / gin TD          knock for gin (refused if the rest has deadwood)
+  or a sentence, such as "draw from the stock" or "knock with 2C"
   ? / help               this help;   q / quit   leave the game
 Rules in brief: melds are sets (3-4 of a rank) and runs (3+ in a suit, Ace low). After you take
 a card you may knock instead of discarding if your deadwood (unmelded points: A=1, face cards 10)
@@ -57,56 +64,6 @@ otherwise the defender undercuts (+10 bonus); gin scores 25 + the defender's dea
 
 class QuitGame(Exception):
     """The player asked to leave."""
-
-
-def sort_key(card: int) -> tuple[int, int]:
-    return card // NUM_RANKS, card % NUM_RANKS
-
-
-def hand_text(cards: Sequence[int]) -> str:
-    """The hand with melds grouped in brackets and deadwood after a bar, e.g. ``[3H 4H 5H] | KS (10)``."""
-    melds, loose = best_melds(cards)
-    parts = ["[" + " ".join(card_str(c) for c in sorted(meld, key=sort_key)) + "]" for meld in melds]
-    loose_sorted = sorted(loose, key=sort_key)
-    value = deadwood(loose_sorted)
-    text = " ".join(parts)
-    if loose_sorted:
-        text = (text + " | " if text else "") + " ".join(card_str(c) for c in loose_sorted)
-    return f"{text}   (deadwood {value})"
-
-
-def parse_move(text: str) -> tuple[str, int | None]:
-    """``("help"|"quit"|"draw"|"take"|"pass"|"discard"|"knock"|"bad", card)`` for one line of input."""
-    words = text.strip().lower().replace(",", " ").split()
-    if not words:
-        return "bad", None
-    head, rest = words[0], words[1:]
-    if head in ("?", "h", "help"):
-        return "help", None
-    if head in ("q", "quit", "exit"):
-        return "quit", None
-    if head in ("d", "draw", "s", "stock") and not rest:
-        return "draw", None
-    if head in ("t", "take") and not rest:
-        return "take", None
-    if head in ("p", "pass") and not rest:
-        return "pass", None
-    if head in ("k", "knock", "g", "gin") and len(rest) == 1:
-        return "knock", _card_or_none(rest[0])
-    if head in ("x", "discard", "throw") and len(rest) == 1:
-        return "discard", _card_or_none(rest[0])
-    if not rest:
-        card = _card_or_none(head)
-        if card is not None:
-            return "discard", card
-    return "bad", None
-
-
-def _card_or_none(text: str) -> int | None:
-    try:
-        return card_id(text)
-    except ValueError:
-        return None
 
 
 class Game:
@@ -146,6 +103,8 @@ class Game:
             if agent != self.human
         }
         self.round_number = 0
+        self.opponent = opponent
+        self.round_states: list[RoundState] = []  # every round dealt, for the game record
 
     # ------------------------------------------------------------------ names
     def name(self, seat: int) -> str:
@@ -209,9 +168,24 @@ class Game:
         outcome = self.env.last_round_outcome
         return None if outcome is None else outcome.winner
 
+    def record(self) -> Any:
+        """The game so far as an ``okgin_env.records.GameRecord`` (your seat is named "human")."""
+        from .records import game_record
+
+        env = self.env
+        finished = self.episode_over()
+        truncated = any(env.truncations.values())
+        players = ["human" if s == self.seat else spec_label(self.opponent) for s in range(env.config.num_players)]
+        return game_record(
+            env.config, players, self.round_states, env.match.scores, episode=env.episode, reward=env.reward_mode,
+            max_rounds=env.max_rounds, winner=self.final_winner() if finished and not truncated else None,
+            finished=finished, truncated=truncated, seed=self.seed,
+        )  # fmt: skip
+
     def start_round(self) -> None:
         self.round_number += 1
         state = self.env.round_state
+        self.round_states.append(state)
         self.print("")
         self.print(
             f"=== Round {self.round_number} === dealer: {self.name(state.dealer)}; "
@@ -267,6 +241,12 @@ class Game:
                 continue
             if kind == "quit":
                 raise QuitGame
+            if kind == "bad":  # not a short form: read as a sentence, as okgin_env.text reads replies
+                try:
+                    return parse(line, self.env.observe(self.human))
+                except ValueError as error:
+                    self.print(f"Not allowed: {error}")
+                    continue
             action, reason = self.to_action(state, kind, card, line)
             if action is not None and action in state.legal_actions():
                 return action
@@ -309,6 +289,9 @@ class Game:
             left = deadwood(_cards(hand & ~(1 << card)))
             limit = "gin only (Ace upcard)" if state.knock_limit == 0 else f"the knock limit is {state.knock_limit}"
             return None, f"knocking with {card_str(card)} leaves {left} deadwood; {limit}"
+        left = deadwood(_cards(hand & ~(1 << card)))
+        if kind == "gin" and left:
+            return None, f"knocking with {card_str(card)} leaves {left} deadwood, so it is not gin (k {card_str(card)} knocks)"
         return KNOCK_BASE + card, ""
 
     # ------------------------------------------------------------------ what the table sees
@@ -418,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (0 = player_0)")
     parser.add_argument("--target-score", type=int, default=None, help="match target (default 100)")
+    parser.add_argument("--record", default=None, metavar="PATH", help="write the game to PATH (a JSON Lines game record)")
     return parser
 
 
@@ -425,15 +409,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = {} if args.target_score is None else {"target_score": args.target_score}
     try:
-        result = play(
+        if args.record is not None:
+            from .records import check_record_path
+
+            check_record_path(args.record)
+        game = Game(
             args.opponent, args.seed, args.rules, args.episode, args.num_players, args.seat, **options
         )
+        result = game.run()
     except (ValueError, ImportError, FileNotFoundError) as error:
         print(f"okgin-play: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print()
         return 130
+    if args.record is not None:
+        from .records import write_records
+
+        write_records(args.record, [game.record()])
+        print(f"Game record written to {args.record}.")
     return 0 if result["finished"] else 1
 
 

@@ -32,8 +32,9 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
 
     ``VectorGymEnv(num_envs, opponents="simple", learner_seat=0, opponent_seed=None, **env_options)``;
     ``env_options`` are those of ``okgin_env.env`` (``rules``, ``num_players``, ``episode``
-    (default ``"match"``), ``reward`` (default ``"points"``), ``max_rounds`` (default 200), rule
-    options) — the defaults of ``GymEnv``. ``render_mode`` may only be None (no rendering).
+    (default ``"match"``), ``reward`` (default ``"points"``), ``max_rounds`` (default 200),
+    ``observation`` (``"cards"`` or ``"features"``, as ``BatchEnv``), rule options) — the
+    defaults of ``GymEnv``. ``render_mode`` may only be None (no rendering).
     Gymnasium ``VectorEnv`` conventions:
 
     * ``reset(seed=s) -> (observations (num_envs, obs_size) float32, infos)``; game ``i`` is seeded
@@ -248,6 +249,8 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
                 # Its own copy: infos["round_outcome"][g] holds the same outcome, and a caller that
                 # changes one must not change the other.
                 final_info["round_outcome"] = copy.deepcopy(batch_infos["round_outcome"][j])
+            if "match_bonus" in batch_infos and batch_infos["_match_bonus"][j]:  # house rules (docs/rules.md §11)
+                final_info["match_bonus"] = copy.deepcopy(batch_infos["match_bonus"][j])
             add_info(infos, "final_info", g, final_info, self.num_envs)
 
     def _learner_view(self, infos: dict[str, Any]):

@@ -445,3 +445,40 @@ def test_cli_module_runs_as_a_program(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "random vs simple" in done.stdout
+
+
+def _synthetic_record(result: str, rounds: int, a_penalty: int, b_penalty: int) -> dict:
+    record = {"result": result, "rounds": rounds, "a_points": 0.0, "round_draws": 0, "num_players": 3,
+              "penalty_scoring": True, "a_penalty": a_penalty, "b_penalty": b_penalty,
+              "decisions_a": 10, "decisions_b": 20, "seconds_a": 0.01, "seconds_b": 0.02}
+    record.update({f"{kind}_{side}": 0 for kind in ("gin", "knock", "undercut") for side in "ab"})
+    return record
+
+
+def test_multi_player_win_share_interval_parity_and_penalties_on_a_synthetic_case():
+    from okgin_env.eval_results import PairResult
+
+    # 40 wins of 100 three-player matches: Wilson 95% interval [30.9%, 49.8%] (computed by hand:
+    # centre (0.4 + 1.92/100) / 1.0384 = 0.40370, half 1.96 * sqrt(0.0024 + 0.000096) / 1.0384 = 0.09432).
+    records = [_synthetic_record("a", 2, 10, 60) for _ in range(40)] + [_synthetic_record("b", 2, 30, 40) for _ in range(60)]
+    pair = PairResult.from_records("policy", "simple", records)
+    assert pair.win_rate_a == 0.4 and pair.parity == pytest.approx(1 / 3) and pair.num_players == 3
+    assert pair.ci_low == pytest.approx(0.3094, abs=1e-4) and pair.ci_high == pytest.approx(0.4980, abs=1e-4)
+    # Per round: A is charged (40*10 + 60*30) / 200 = 11; each of the two field seats (40*60 + 60*40) / 200 / 2 = 12.
+    assert pair.penalty_per_round_a == pytest.approx(11.0) and pair.penalty_per_round_field == pytest.approx(12.0)
+
+
+def test_three_player_evaluation_plays_every_deal_in_every_seat_and_shows_parity_and_penalties():
+    results = evaluate({"simple": "simple", "random": "random"}, matches=9, rules="penalty", num_players=3,
+                       seed=3, workers=1, progress=False)
+    pair = results.pairs[0]
+    seats = sorted((r["deal"], r["a_seat"]) for r in results.records)
+    assert seats == [(deal, seat) for deal in range(3) for seat in range(3)]
+    assert pair.games == 9 and pair.parity == pytest.approx(1 / 3)
+    # Random players almost never knock: they are charged far more than simple.
+    assert pair.penalty_per_round_a < pair.penalty_per_round_field
+    table = results.table()
+    assert "parity%" in table and "33.3" in table and "penalty/round A/field" in table
+    classic = evaluate({"simple": "simple", "random": "random"}, matches=2, seed=3, workers=1, progress=False)
+    assert "parity%" not in classic.table() and "penalty/round" not in classic.table()
+    assert math.isnan(classic.pairs[0].penalty_per_round_a)

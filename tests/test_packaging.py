@@ -79,4 +79,5 @@ def test_a_wheel_holds_no_top_level_training(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names} == {"okgin_env", "okgin_training", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
     assert "okgin_training/policy.py" in names and "okgin_env/rules/melds.py" in names
+    assert {f"okgin_env/web/static/{page}" for page in ("index.html", "app.js", "style.css")} <= set(names)  # okgin-web
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)

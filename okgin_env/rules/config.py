@@ -1,4 +1,4 @@
-"""Rule options as one frozen, validated object, and the two presets (docs/rules.md §3-§10).
+"""Rule options as one frozen, validated object, and the two presets (docs/rules.md §3-§11).
 
 ``make_config(rules="classic", **options)`` is the only way users build one: it starts from the
 preset and applies the named options, rejecting unknown names and bad values with a ValueError
@@ -38,6 +38,13 @@ class RulesConfig:
     max_reshuffles: int = 3
     #: If the upcard is a spade, the round's score (or penalties) is doubled.
     spade_double: bool = False
+    #: House rule (classic only): when the match ends, each player gets this per round they won.
+    box_bonus: int = 0
+    #: House rule (classic only): when the match ends, the match winner gets this.
+    game_bonus: int = 0
+    #: House rule (classic only): the winner's final total (bonuses included) is multiplied by
+    #: this when the loser's total before bonuses is 0 (a shutout).
+    shutout_multiplier: int = 1
 
     # ---- derived from the preset, not options
     @property
@@ -53,6 +60,12 @@ class RulesConfig:
     def tie_is_undercut(self) -> bool:
         """Classic: a tie (defender deadwood == knocker's) is an undercut. Penalty: only strictly less."""
         return self.rules == "classic"
+
+    @property
+    def has_match_bonuses(self) -> bool:
+        """A match-end house rule is on (``box_bonus``, ``game_bonus`` or ``shutout_multiplier``
+        off its default): the match's end adds bonuses to the reported totals (docs/rules.md §11)."""
+        return any(getattr(self, name) != default for name, default in MATCH_BONUS_DEFAULTS.items())
 
     @property
     def hand_size(self) -> int:
@@ -77,7 +90,13 @@ _INT_RANGES = {
     "target_score": (1, 100_000),
     "max_turns": (1, 1_000_000),
     "max_reshuffles": (0, 1000),
+    "box_bonus": (0, 1000),
+    "game_bonus": (0, 100_000),
+    "shutout_multiplier": (1, 100),
 }
+#: The match-end house rules and their "off" values (docs/rules.md §11): the only values allowed
+#: with ``rules="penalty"``, where lower totals win and a bonus has no meaning.
+MATCH_BONUS_DEFAULTS = {"box_bonus": 0, "game_bonus": 0, "shutout_multiplier": 1}
 _BOOL_OPTIONS = ("ace_upcard_gin_only", "allow_discard_taken", "spade_double")
 
 
@@ -125,6 +144,14 @@ def _validate(values: dict[str, Any]) -> None:
     for name in _BOOL_OPTIONS:
         if name in values and not isinstance(values[name], bool):
             raise ValueError(f"{name}={values[name]!r} is not allowed; expected True or False")
+    if rules == "penalty":
+        for name, off in MATCH_BONUS_DEFAULTS.items():
+            if values.get(name, off) != off:
+                raise ValueError(
+                    f"{name}={values[name]!r} is not allowed with rules='penalty' (penalty points: the lower total "
+                    f"wins, so a match bonus has no meaning there); allowed: {off}. The house rules box_bonus, "
+                    "game_bonus and shutout_multiplier are for rules='classic'"
+                )
 
 
 def is_int(value: Any) -> bool:

@@ -1,15 +1,72 @@
-"""A match: rounds until a player's total reaches ``target_score`` (docs/rules.md §3, §8, §9)."""
+"""A match: rounds until a player's total reaches ``target_score`` (docs/rules.md §3, §8, §9),
+then the house-rule bonuses, if any are on (§11: ``box_bonus``, ``game_bonus``,
+``shutout_multiplier``; ``match_bonus`` computes them, ``MatchBonus`` reports them).
+"""
 
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .config import RulesConfig
 from .round import RoundState, check_deck
-from .showdown import RoundOutcome
+from .showdown import RoundOutcome, zero_sum_rewards
+
+
+@dataclass(frozen=True)
+class MatchBonus:
+    """The bonuses added to the totals when a match ended (docs/rules.md §11). Lists by seat."""
+
+    rounds_won: list[int]  # rounds each seat won (drawn rounds count for nobody)
+    box: list[int]  # box_bonus for every round won
+    game: list[int]  # game_bonus to the match winner, 0 to the others
+    shutout: bool  # every other seat's total before bonuses was 0
+    multiplier: int  # what the winner's total was multiplied by: shutout_multiplier on a shutout, else 1
+    scores_before: list[int]  # the round totals (what counted toward target_score)
+    scores: list[int]  # the final totals, bonuses included (what ``scores`` reports)
+    points: list[int]  # scores - scores_before: each seat's whole bonus
+    rewards: list[float]  # the zero-sum reward of ``points``, paid with reward="points" (as round rewards are)
+
+    def to_dict(self) -> dict:
+        return {
+            "rounds_won": list(self.rounds_won),
+            "box": list(self.box),
+            "game": list(self.game),
+            "shutout": self.shutout,
+            "multiplier": self.multiplier,
+            "scores_before": list(self.scores_before),
+            "scores": list(self.scores),
+            "points": list(self.points),
+            "rewards": list(self.rewards),
+        }
+
+
+def match_bonus(config: RulesConfig, round_totals: list[int], rounds_won: list[int], winner: int) -> MatchBonus:
+    """The bonuses of a match that ``winner`` won with these round totals and rounds won (§11):
+    ``box_bonus`` per round won to everybody, then ``game_bonus`` to the winner, then the winner's
+    total times ``shutout_multiplier`` if every other total (before bonuses) is 0."""
+    n = len(round_totals)
+    box = [config.box_bonus * won for won in rounds_won]
+    game = [config.game_bonus if seat == winner else 0 for seat in range(n)]
+    scores = [round_totals[seat] + box[seat] + game[seat] for seat in range(n)]
+    shutout = all(round_totals[seat] == 0 for seat in range(n) if seat != winner)
+    multiplier = config.shutout_multiplier if shutout else 1
+    scores[winner] *= multiplier
+    points = [scores[seat] - round_totals[seat] for seat in range(n)]
+    return MatchBonus(
+        rounds_won=list(rounds_won),
+        box=box,
+        game=game,
+        shutout=shutout,
+        multiplier=multiplier,
+        scores_before=list(round_totals),
+        scores=scores,
+        points=points,
+        rewards=zero_sum_rewards(points, config.penalty_scoring),
+    )
 
 
 class MatchState:
@@ -17,6 +74,11 @@ class MatchState:
 
     The caller owns the pace: after a round ends (``round.is_over``) call ``deal_next_round()``
     unless ``is_over``. Later rounds are shuffled with ``rng``; the first may be injected.
+
+    ``round_totals``: each seat's sum of round points, what counts toward ``target_score`` (and
+    what observations show). ``scores``: the totals reported, the same until the match ends; then,
+    with a house rule of §11 on, ``round_totals`` plus the bonuses of ``bonus`` (a
+    ``MatchBonus``; None while the match runs and when no house rule is on).
     """
 
     def __init__(self, config: RulesConfig, rng: np.random.Generator, deck: Any = None, dealer: Any = None):
@@ -29,8 +91,11 @@ class MatchState:
         self.config = config
         self.rng = rng
         self.num_players = n
-        self.scores = [0] * n  # classic: points won; penalty: penalty points charged
+        self.scores = [0] * n  # classic: points won; penalty: penalty points charged; + bonuses at the end
+        self.round_totals = [0] * n  # the same without the match-end bonuses: what counts toward the target
+        self.rounds_won = [0] * n  # box bonus: rounds a seat won
         self.rounds_lost = [0] * n  # penalty tie-break: rounds in which a seat was charged
+        self.bonus: MatchBonus | None = None
         self.rounds_played = 0
         self.outcomes: list[RoundOutcome] = []
         self.winner: int | None = None
@@ -69,21 +134,28 @@ class MatchState:
     def _record(self, outcome: RoundOutcome) -> None:
         self.rounds_played += 1
         self.outcomes.append(outcome)
+        totals = self.round_totals
         for seat, points in enumerate(outcome.points):
             self.scores[seat] += points
+            totals[seat] += points
             if self.config.penalty_scoring and points > 0:
                 self.rounds_lost[seat] += 1
         if outcome.winner is not None:
+            self.rounds_won[outcome.winner] += 1
             self.dealer = outcome.winner  # the winner deals next; after a draw the same dealer deals
-        if max(self.scores) >= self.config.target_score:
+        if max(totals) >= self.config.target_score:
             self.winner = self._match_winner()
+            if self.config.has_match_bonuses:  # added once, after the target was reached without them
+                self.bonus = match_bonus(self.config, totals, self.rounds_won, self.winner)
+                self.scores = list(self.bonus.scores)
 
     def _match_winner(self) -> int:
         seats = range(self.num_players)
+        totals = self.round_totals
         if self.config.penalty_scoring:
             # Fewest penalty points, then fewest rounds lost, then the lowest seat.
-            return min(seats, key=lambda s: (self.scores[s], self.rounds_lost[s], s))
-        return max(seats, key=lambda s: (self.scores[s], -s))
+            return min(seats, key=lambda s: (totals[s], self.rounds_lost[s], s))
+        return max(seats, key=lambda s: (totals[s], -s))
 
     def deal_next_round(self) -> RoundState:
         if self.is_over:
@@ -99,6 +171,8 @@ class MatchState:
         other.round = self.round.clone()
         other.round.rng = other.rng
         other.scores = list(self.scores)
+        other.round_totals = list(self.round_totals)
+        other.rounds_won = list(self.rounds_won)
         other.rounds_lost = list(self.rounds_lost)
         other.outcomes = list(self.outcomes)
         return other

@@ -82,6 +82,7 @@ class RoundState:
         # Only the penalty preset shuffles during a round (stock reshuffle); a local generator, never a global one.
         self.rng = rng if rng is not None else np.random.default_rng()
         dealt = n * config.hand_size
+        self.deck = tuple(deck)  # dealt from, top first (game records); None for a round built from parts
         self.hands = [0] * n
         for i in range(dealt):  # one card at a time, starting with the player after the dealer
             self.hands[(dealer + 1 + i) % n] |= 1 << deck[i]
@@ -98,6 +99,9 @@ class RoundState:
         self.passed = [0] * n  # cards each seat declined (upcard, discard top left for the stock) or threw
         self.discards = 0
         self.reshuffles = 0
+        # Each reshuffle's cards in the order they are drawn (game records replay them); a tuple,
+        # replaced rather than changed, so that copies share it safely.
+        self.reshuffle_orders: tuple[tuple[int, ...], ...] = ()
         self.history: list[tuple[int, int]] = []  # (seat, action) in order
         self.outcome: RoundOutcome | None = None
         self._legal: list[int] | None = None
@@ -258,8 +262,10 @@ class RoundState:
         """Penalty preset: the discard pile but its top, shuffled, goes under the stock's last cards."""
         under = self.discard_pile[:-1]
         self.discard_pile = self.discard_pile[-1:]
-        self.stock = [under[i] for i in self.rng.permutation(len(under))] + self.stock
+        shuffled = [under[i] for i in self.rng.permutation(len(under))]
+        self.stock = shuffled + self.stock
         self.reshuffles += 1
+        self.reshuffle_orders += (tuple(reversed(shuffled)),)
 
     def _finish(self, outcome: RoundOutcome) -> None:
         self.outcome = outcome
@@ -351,6 +357,8 @@ class RoundState:
         state.passed = list(passed) if passed is not None else [0] * n
         state.discards = discards
         state.reshuffles = reshuffles
+        state.deck = None
+        state.reshuffle_orders = ()  # unknown for a round built from parts
         state.history = []
         state.outcome = None
         state._legal = None

@@ -1,0 +1,258 @@
+"""Card relations and solver facts: the definitions every feature is built on (``okgin_env.features``),
+and the training network's inputs built from them (re-exported by ``training.features``).
+
+Relations are bit tricks on 52-bit card masks (docs/rules.md §1: ``id = suit * 13 + rank``); each
+function works on one Python int and, element by element, on a numpy int64 array of masks, so the
+batch engine evaluates the very same definitions for all its games at once. The solver facts call
+the exact meld solver (``okgin_env.rules.melds``).
+
+The network's inputs (``decision_features``, ``action_features``, ``context_features``) are one
+row of ``NUM_ACTION_FEATURES`` per legal action and ``NUM_CONTEXT_FEATURES`` per decision, read
+from one ``_Facts`` per decision (the hand's deadwood and each card's deadwood after it is put away
+computed at most once). They are frozen: the shipped checkpoints were trained on them bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from ..observation import KNOCK_LIMIT_SCALE, STOCK_SCALE, ObservationView
+from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
+from ..rules.cards import CARD_VALUES, NUM_CARDS, NUM_RANKS, NUM_SUITS, SUIT_MASK
+from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
+
+# ----------------------------------------------------------------------------- card relations
+# Every function here works on a Python int mask and, element by element, on a numpy int64 array of
+# masks (52 bits fit): the training path asks about one decision, the batch path about all at once.
+
+
+def _in_every_suit(suit_bits: int) -> int:
+    return sum(suit_bits << (NUM_RANKS * suit) for suit in range(NUM_SUITS))
+
+
+# _RANKS_FROM[d]: the cards of rank >= d; _RANKS_UP_TO[d]: the cards of rank <= 12 - d (every suit).
+_RANKS_FROM = tuple(_in_every_suit(SUIT_MASK & ~((1 << d) - 1)) for d in range(NUM_RANKS))
+_RANKS_UP_TO = tuple(_in_every_suit(SUIT_MASK >> d) for d in range(NUM_RANKS))
+_ALL_CARDS = (1 << NUM_CARDS) - 1
+
+
+def _same_rank(mask):
+    """Every card of the same rank as some card of ``mask``."""
+    ranks = (mask | mask >> 13 | mask >> 26 | mask >> 39) & SUIT_MASK
+    return ranks | ranks << 13 | ranks << 26 | ranks << 39
+
+
+def _suit_neighbours(mask, distance: int):
+    """Cards ``distance`` ranks away in the same suit (no wrap between suits)."""
+    return (mask << distance & _RANKS_FROM[distance]) | (mask >> distance & _RANKS_UP_TO[distance])
+
+
+def _unseen(hand, discard_pile, known):
+    """The cards a seat has not seen: in no known hand (its own, the opponents' known cards) and not in the pile."""
+    return _ALL_CARDS & ~(hand | discard_pile | known)
+
+
+def _opponent_wants(known):
+    """Cards that could meld with a card an opponent is known to hold (and those cards themselves)."""
+    return _same_rank(known) | _suit_neighbours(known, 1) | _suit_neighbours(known, 2)
+
+
+def _opponent_avoids(passed):
+    """Cards of the rank of a card an opponent passed or threw, or next to it in its suit."""
+    return _same_rank(passed) | _suit_neighbours(passed, 1)
+
+
+def _partner_offsets(mask):
+    """The 7 masks whose bit ``c`` says that the partner of ``c`` at one offset is in ``mask``: the
+    three other suits of its rank (rotations by 13, 26, 39 cards) and one and two ranks down and
+    up in its suit. Summed per card they count ``c``'s meld partners in ``mask``."""
+    rotations = [(mask >> shift | mask << (NUM_CARDS - shift)) & _ALL_CARDS for shift in (13, 26, 39)]
+    return rotations + [mask << d & _RANKS_FROM[d] for d in (1, 2)] + [mask >> d & _RANKS_UP_TO[d] for d in (1, 2)]
+
+
+#: The cards that could meld with each card: its rank, and up to two ranks away in its suit.
+_MELD_PARTNERS = tuple(
+    (_same_rank(1 << card) | _suit_neighbours(1 << card, 1) | _suit_neighbours(1 << card, 2)) & ~(1 << card)
+    for card in range(NUM_CARDS)
+)
+
+
+def _deadwood_after(hand: int, card_bit: int) -> int:
+    """The least deadwood once the card ``card_bit`` is put away (a discard and a knock leave the same hand)."""
+    return deadwood_of_mask(hand & ~card_bit)
+
+
+def _deadwood_after_taking(hand: int, top_bit: int) -> int:
+    """The least deadwood of the hand plus the face-up card, less its best card (the taken card included)."""
+    return best_discard_deadwood_of_mask(hand | top_bit)
+
+
+class _Facts:
+    """What one decision's network features share, from the seat's own observation: computed once."""
+
+    __slots__ = ("hand", "taken", "top_card", "opponent_known", "unseen", "opponent_wants", "opponent_avoids",
+                 "knock_limit", "stock_fraction", "hand_deadwood", "_after")
+
+    def __init__(self, hand: int, taken: int, top_card: int, discard_pile: int, known: int, passed: int,
+                 knock_limit: float, stock_fraction: float):
+        """Card sets are masks (``taken``: the card taken from the pile this turn, or 0; ``known`` /
+        ``passed``: over every opponent); ``top_card`` is an id (-1: empty pile)."""
+        self.hand = hand
+        self.taken = taken
+        self.top_card = top_card
+        self.opponent_known = known
+        self.unseen = _unseen(hand, discard_pile, known)
+        self.opponent_wants = _opponent_wants(known)
+        self.opponent_avoids = _opponent_avoids(passed)
+        self.knock_limit = knock_limit
+        self.stock_fraction = stock_fraction
+        self.hand_deadwood = deadwood_of_mask(hand)
+        self._after: dict[int, int] = {}
+
+    def deadwood_after(self, card: int) -> int:
+        """``_deadwood_after`` of ``card``, or with ``card = -1`` ``_deadwood_after_taking``; each once."""
+        after = self._after.get(card)
+        if after is None:
+            if card < 0:
+                after = _deadwood_after_taking(self.hand, 1 << self.top_card)
+            else:
+                after = _deadwood_after(self.hand, 1 << card)
+            self._after[card] = after
+        return after
+
+
+# ----------------------------------------------------------------------------- the training network's inputs
+
+ACTION_KINDS = 5  # draw stock, take discard, pass, discard, knock
+NUM_ACTION_FEATURES = ACTION_KINDS + 12
+NUM_CONTEXT_FEATURES = 6
+MAX_LEGAL_ACTIONS = 24  # at most 11 discards + 11 knocks in a discard phase; 2 elsewhere
+
+
+@lru_cache(maxsize=None)
+def _stored(value: int, scale: float) -> float:
+    """``value / scale`` as the observation stores it (float32). The features were trained on the
+    stored numbers (a knock limit of 7 reads 6.99999988...), and the shipped network's inputs
+    must stay bit for bit what they were."""
+    return float(np.float32(value / scale))
+
+
+def _training_facts(view: ObservationView) -> _Facts:
+    """The facts of a decision as the network reads them: knock limit and stock as stored."""
+    known = passed = 0
+    for k_known, k_passed in zip(view.opponent_known, view.opponent_passed):
+        known |= k_known
+        passed |= k_passed
+    taken = 1 << view.taken_card if view.taken_card >= 0 else 0
+    knock_limit = _stored(view.knock_limit, KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
+    return _Facts(view.hand, taken, view.discard_top, view.discard_pile, known, passed, knock_limit,
+                  _stored(view.stock_size, STOCK_SCALE))
+
+
+def _card_features(facts: _Facts, card: int, hand_after: int) -> list[float]:
+    bit = 1 << card
+    partners = _MELD_PARTNERS[card]
+    return [
+        CARD_VALUES[card] / 10.0,
+        (partners & facts.unseen).bit_count() / 6.0,  # unseen cards that could still meld with it
+        (partners & hand_after).bit_count() / 4.0,  # hand cards it connects to
+        1.0 if facts.opponent_wants & bit else 0.0,  # likely useful to the opponent
+        1.0 if facts.opponent_avoids & bit else 0.0,  # the opponent threw or passed a neighbour
+    ]
+
+
+def _action_rows(facts: _Facts, actions: Sequence[int]) -> list[list[float]]:
+    """Each action's ``NUM_ACTION_FEATURES`` features, as Python floats (converted to float32 by
+    the caller in one go: the same rounding as writing them one by one)."""
+    hand, knock_limit, stock = facts.hand, facts.knock_limit, facts.stock_fraction
+    hand_deadwood = facts.hand_deadwood
+    rows = []
+    for action in actions:
+        if action == DRAW_STOCK:
+            rows.append([1.0] + [0.0] * 15 + [stock])
+        elif action == TAKE_DISCARD or action == PASS:
+            kind = [0.0, 1.0, 0.0, 0.0, 0.0] if action == TAKE_DISCARD else [0.0, 0.0, 1.0, 0.0, 0.0]
+            top_card = facts.top_card
+            if top_card < 0:
+                rows.append(kind + [0.0] * 11 + [stock])
+                continue
+            after = facts.deadwood_after(-1)
+            rows.append(kind + [
+                after / 50.0,
+                (hand_deadwood - after) / 20.0,
+                1.0 if after <= knock_limit else 0.0,
+                *_card_features(facts, top_card, hand),
+                0.0, 0.0, 0.0,
+                stock,
+            ])
+        else:
+            knock = action >= KNOCK_BASE
+            card = action - (KNOCK_BASE if knock else DISCARD_BASE)
+            after = facts.deadwood_after(card)
+            rows.append([
+                0.0, 0.0, 0.0, 0.0 if knock else 1.0, 1.0 if knock else 0.0,
+                after / 50.0,
+                (hand_deadwood - after) / 20.0,
+                1.0 if after <= knock_limit else 0.0,
+                *_card_features(facts, card, hand & ~(1 << card)),
+                1.0 if after == 0 else 0.0,
+                (knock_limit - after) / 10.0 if knock else 0.0,
+                1.0 if facts.taken >> card & 1 else 0.0,
+                stock,
+            ])
+    return rows
+
+
+def _context(facts: _Facts) -> np.ndarray:
+    return np.array(
+        [
+            facts.hand_deadwood / 50.0,
+            facts.knock_limit / 10.0,
+            facts.stock_fraction,
+            facts.opponent_known.bit_count() / 5.0,
+            facts.hand.bit_count() / 11.0,
+            1.0 if facts.knock_limit == 0 else 0.0,
+        ],
+        dtype=np.float32,
+    )
+
+
+def action_features(view: ObservationView, actions: Sequence[int]) -> np.ndarray:
+    """``(len(actions), NUM_ACTION_FEATURES)`` network features of each legal action."""
+    rows = np.zeros((len(actions), NUM_ACTION_FEATURES), dtype=np.float32)
+    if len(actions):
+        rows[:] = _action_rows(_training_facts(view), actions)
+    return rows
+
+
+def context_features(view: ObservationView) -> np.ndarray:
+    """``(NUM_CONTEXT_FEATURES,)`` network features of the decision as a whole."""
+    return _context(_training_facts(view))
+
+
+def decision_features(
+    view: ObservationView, actions: Sequence[int], width: int = MAX_LEGAL_ACTIONS
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(context_features(view), action_features(view, actions)`` padded with zero rows to ``width``
+    rows), reading the view once: the per-decision path of training and play (``encode_decision``)."""
+    if len(actions) > width:
+        raise ValueError(f"{len(actions)} actions do not fit in {width} rows")
+    facts = _training_facts(view)
+    rows = np.zeros((width, NUM_ACTION_FEATURES), dtype=np.float32)
+    if len(actions):
+        rows[: len(actions)] = _action_rows(facts, actions)
+    return _context(facts), rows
+
+
+__all__ = [
+    "ACTION_KINDS",
+    "MAX_LEGAL_ACTIONS",
+    "NUM_ACTION_FEATURES",
+    "NUM_CONTEXT_FEATURES",
+    "action_features",
+    "context_features",
+    "decision_features",
+]

@@ -1,0 +1,505 @@
+"""okgin-web without a browser: what a player is sent, the check of every move, sessions, replays, the command.
+
+The hidden-card tests play whole matches through the HTTP API (Flask's test client) and check
+every JSON answer against the true game: no card the player has never seen face up (the stock,
+the other hands) may appear in it, and its fields are only the documented ones.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+flask = pytest.importorskip("flask", reason="okgin-web needs Flask: pip install -e '.[web]'")
+
+from helpers import build_deck  # noqa: E402
+
+from okgin_env.bots import BOT_NAMES  # noqa: E402
+from okgin_env.evaluate import evaluate  # noqa: E402
+from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD  # noqa: E402
+from okgin_env.rules.cards import FULL_DECK_MASK, card_id, card_str, from_mask  # noqa: E402
+from okgin_env.web import server  # noqa: E402
+from okgin_env.web.game import GameStore, WebGame  # noqa: E402
+from okgin_env.web.replay import ReplayStore, read_record_file  # noqa: E402
+
+STATIC = Path(server.__file__).resolve().parent / "static"
+CARD_TEXT = re.compile(r"\b[A2-9TJQK][SHDC]\b")
+#: A first deal in which the person (seat 0, the bot deals) can knock on the second turn:
+#: pass, draw QD, discard KC, then draw 2D and knock with QD (deadwood 2, limit 5).
+QUICK_KNOCK = build_deck(["AS 2S 3S 4H 5H 6H 7D 7C 7S KC", "2C 4C 6D 8D TD QH 9S JS 3H 5D"], "5C", "QD 9C 2D", dealer=1)
+#: Every field a play answer may hold (list entries collapsed): a new field must be added here on purpose.
+PLAY_FIELDS = {
+    "game_id", "seat", "num_players", "players", "rules", "target_score", "round", "log", "log.seat", "log.move",
+    "log.card", "match_over", "truncated", "winner", "scores", "showdown", "table",
+    "showdown.kind", "showdown.knocker", "showdown.winner", "showdown.knock_card", "showdown.scores_after",
+    "showdown.seats", "showdown.seats.seat", "showdown.seats.melds", "showdown.seats.layoffs",
+    "showdown.seats.deadwood_cards", "showdown.seats.deadwood", "showdown.seats.points",
+    "table.phase", "table.to_act", "table.dealer", "table.hand", "table.hand.melds", "table.hand.deadwood_cards",
+    "table.hand.deadwood", "table.hand.count", "table.taken_card", "table.discard_top", "table.discard_pile",
+    "table.upcard", "table.knock_limit", "table.stock_size", "table.reshuffles", "table.opponents",
+    "table.opponents.seat", "table.opponents.name", "table.opponents.cards", "table.opponents.known",
+    "table.opponents.passed", "table.moves", "table.moves.action", "table.moves.name", "table.moves.kind",
+    "table.moves.card", "table.moves.deadwood_after",
+}
+
+
+def make_client(**store_options):
+    games = GameStore(**store_options)
+    return server.create_app(games).test_client(), games
+
+
+def field_names(value, prefix=""):
+    names = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{prefix}.{key}" if prefix else key
+            names |= {name} | field_names(item, name)
+    elif isinstance(value, list):
+        for item in value:
+            names |= field_names(item, prefix)
+    return names
+
+
+def seen_by(state, seat: int) -> int:
+    """Cards ``seat`` has seen face up or held this round (a mask)."""
+    seen = state.hands[seat] | 1 << state.upcard
+    for card in state.discard_pile:
+        seen |= 1 << card
+    for mask in state.passed + state.known:
+        seen |= mask
+    return seen
+
+
+def hidden_cards(game: WebGame) -> set[str]:
+    """Cards the person may not be shown now: never seen face up, and (at a showdown) not laid out."""
+    if game.showdown is not None:
+        state = game.finished_round
+        shown = seen_by(state, game.seat)
+        for mask in state.hands:
+            shown |= mask
+        if state.outcome.knock_card is not None:
+            shown |= 1 << state.outcome.knock_card
+    else:
+        state = game.env.round_state
+        shown = seen_by(state, game.seat)
+    return {card_str(c) for c in from_mask(FULL_DECK_MASK & ~shown)}
+
+
+def leaks(answer: dict, game: WebGame) -> set[str]:
+    return set(CARD_TEXT.findall(json.dumps(answer))) & hidden_cards(game)
+
+
+def check_answer(answer: dict, games: GameStore) -> WebGame:
+    game = games.get(answer["game_id"])
+    assert not leaks(answer, game), f"hidden cards sent: {leaks(answer, game)}"
+    assert field_names(answer) <= PLAY_FIELDS, field_names(answer) - PLAY_FIELDS
+    if answer["showdown"] is None and not answer["match_over"]:
+        hidden = hidden_cards(game)
+        state = game.env.round_state
+        # The check has teeth: the stock and the other hands (less what was taken face up) are
+        # in it, until a reshuffle (penalty preset) puts cards already seen back into the stock.
+        if state.reshuffles == 0:
+            assert {card_str(c) for c in state.stock} <= hidden
+            for seat, hand in enumerate(state.hands):
+                if seat != game.seat:
+                    assert {card_str(c) for c in from_mask(hand & ~state.known[seat])} <= hidden
+    return game
+
+
+def play_through(client, games, rng: random.Random, matches: int, opponent=None, knock_rate=0.8,
+                 max_answers=None) -> dict[str, int]:
+    """Play whole matches with random legal moves (a knock, when legal, with ``knock_rate``),
+    checking every answer; stops early after ``max_answers``. Returns counts."""
+    counts = {"answers": 0, "rounds": 0, "hidden_checked": 0, "reshuffles": 0}
+    for _ in range(matches):
+        answer = client.post("/api/games", json={} if opponent is None else {"opponent": opponent}).get_json()
+        while counts["answers"] != max_answers:
+            game = check_answer(answer, games)
+            counts["answers"] += 1
+            counts["hidden_checked"] += len(hidden_cards(game))
+            counts["reshuffles"] = max(counts["reshuffles"], (game.finished_round or game.env.round_state).reshuffles)
+            counts["rounds"] += answer["showdown"] is not None
+            if answer["match_over"]:
+                break
+            if answer["showdown"] is not None:
+                answer = client.post(f"/api/games/{answer['game_id']}/next").get_json()
+                continue
+            moves = answer["table"]["moves"]
+            knocks = [m for m in moves if m["kind"] in ("knock", "gin")]
+            others = [m for m in moves if m not in knocks]  # never empty: a knock card may also be discarded
+            choice = rng.choice(knocks) if knocks and rng.random() < knock_rate else rng.choice(others)
+            response = client.post(f"/api/games/{answer['game_id']}/move", json={"action": choice["action"]})
+            assert response.status_code == 200, response.get_json()
+            answer = response.get_json()
+    return counts
+
+
+# ----------------------------------------------------------------------------- hidden cards
+
+
+def test_no_hidden_card_reaches_the_player_in_whole_classic_matches():
+    client, games = make_client(opponent="simple", seed=5, target_score=60)
+    counts = play_through(client, games, random.Random(1), matches=3)
+    assert counts["rounds"] >= 3 and counts["answers"] > 60 and counts["hidden_checked"] > 1000
+
+
+def test_no_hidden_card_reaches_the_player_with_three_players():
+    client, games = make_client(opponent="simple", seed=9, rules="penalty", num_players=3, target_score=40)
+    counts = play_through(client, games, random.Random(2), matches=2)
+    assert counts["rounds"] >= 2 and counts["answers"] > 40
+
+
+def test_no_hidden_card_reaches_the_player_after_stock_reshuffles():
+    # Random players who never knock: the penalty preset's stock runs out and is rebuilt from the pile.
+    client, games = make_client(opponent="random", seed=2, rules="penalty", num_players=3)
+    counts = play_through(client, games, random.Random(3), matches=1, knock_rate=0.0, max_answers=150)
+    assert counts["reshuffles"] >= 1 and counts["answers"] == 150
+
+
+def test_the_leak_check_catches_a_hand_or_the_stock():
+    game = WebGame("simple", seed=3)
+    answer = game.state()
+    state = game.env.round_state
+    assert not leaks(answer, game)
+    assert leaks({**answer, "extra": card_str(state.stock[-1])}, game)
+    other = from_mask(state.hands[1])
+    assert leaks({**answer, "extra": " ".join(map(card_str, other))}, game) == {card_str(c) for c in other}
+
+
+def test_the_player_sees_their_hand_melds_the_upcard_offer_and_only_legal_moves():
+    game = WebGame("simple", seed=0, deck=QUICK_KNOCK, dealer=1)
+    table = game.state()["table"]
+    assert table["phase"] == "offer" and table["to_act"] == 0 and table["dealer"] == 1
+    assert table["hand"] == {"melds": [["AS", "2S", "3S"], ["7S", "7D", "7C"], ["4H", "5H", "6H"]],
+                             "deadwood_cards": ["KC"], "deadwood": 10, "count": 10}
+    assert (table["upcard"], table["discard_top"], table["knock_limit"], table["stock_size"]) == ("5C", "5C", 5, 31)
+    assert [(m["action"], m["name"], m["card"]) for m in table["moves"]] == [(1, "take discard", "5C"), (2, "pass", "5C")]
+    assert table["opponents"] == [{"seat": 1, "name": "simple", "cards": 10, "known": [], "passed": []}]
+
+
+def test_a_scripted_round_reaches_the_showdown_and_the_next_round():
+    game = WebGame("simple", seed=11, deck=QUICK_KNOCK, dealer=1)
+    game.move(PASS)
+    assert [m["name"] for m in game.state()["table"]["moves"]] == ["draw stock"]  # everybody passed
+    game.move(DRAW_STOCK)
+    assert game.state()["log"][-1] == {"seat": 0, "move": "draw stock", "card": "QD"}  # own draw: named to the drawer
+    game.move(DISCARD_BASE + card_id("KC"))
+    log = game.state()["log"]
+    assert log[-2] == {"seat": 1, "move": "draw stock", "card": None}  # the bot's draw stays hidden
+    game.move(DRAW_STOCK)
+    moves = {m["name"]: m for m in game.state()["table"]["moves"]}
+    assert moves["knock QD"]["kind"] == "knock" and moves["knock QD"]["deadwood_after"] == 2
+    assert [name for name in moves if name.startswith("knock")] == ["knock QD"]
+    game.move(KNOCK_BASE + card_id("QD"))
+    answer = game.state()
+    showdown = answer["showdown"]
+    assert answer["table"] is None and showdown["kind"] == "knock" and showdown["knocker"] == 0
+    you, bot = showdown["seats"]
+    assert you["melds"] == [["AS", "2S", "3S"], ["7S", "7D", "7C"], ["4H", "5H", "6H"]] and you["deadwood"] == 2
+    assert bot["layoffs"] == ["3H"] and you["points"] == bot["deadwood"] - 2 == answer["scores"][0]
+    game.next_round()
+    answer = game.state()
+    assert answer["round"] == 2 and answer["showdown"] is None and answer["table"]["stock_size"] <= 31
+
+
+def test_a_knock_that_leaves_no_deadwood_is_offered_as_gin():
+    from okgin_env.rules.cards import to_mask
+    from okgin_env.web.payload import move
+
+    hand = to_mask(card_id(c) for c in "AS 2S 3S 4H 5H 6H 7D 8D 9D TD KD".split())
+    assert move(KNOCK_BASE + card_id("KD"), hand, -1) == {
+        "action": KNOCK_BASE + card_id("KD"), "name": "knock KD", "card": "KD", "kind": "gin", "deadwood_after": 0}
+    assert move(KNOCK_BASE + card_id("TD"), hand, -1)["kind"] == "knock"  # leaves KD: deadwood 10
+    assert move(TAKE_DISCARD, hand, card_id("9H")) == {"action": 1, "name": "take discard", "card": "9H", "kind": "take"}
+
+
+def test_a_knock_by_another_seat_is_logged_without_its_card():
+    from okgin_env.web.payload import table_event
+
+    assert table_event(1, KNOCK_BASE + 5, card_seen=5, private=False) == {"seat": 1, "move": "knock", "card": None}
+    assert table_event(0, KNOCK_BASE + 5, card_seen=5, private=True) == {"seat": 0, "move": "knock 6S", "card": "6S"}
+
+
+# ----------------------------------------------------------------------------- refused moves
+
+
+def test_illegal_moves_are_refused_with_a_clear_message_and_change_nothing():
+    client, games = make_client(opponent="simple", seed=1, deck=QUICK_KNOCK, dealer=1)
+    answer = client.post("/api/games", json={}).get_json()
+    url = f"/api/games/{answer['game_id']}"
+    before = client.get(url).get_json()
+    response = client.post(f"{url}/move", json={"action": DRAW_STOCK})
+    assert response.status_code == 409
+    assert response.get_json()["error"] == "move 0 (draw stock) is not legal now; legal: 1 (take discard), 2 (pass)"
+    discard_held = client.post(f"{url}/move", json={"action": DISCARD_BASE + card_id("KC")})
+    assert discard_held.status_code == 409 and "discard KC" in discard_held.get_json()["error"]
+    for bad in ("x", 1.0, True, None, -1, 107, [1]):
+        response = client.post(f"{url}/move", json={"action": bad})
+        assert response.status_code == 400, bad
+        assert "action id (an int in 0..106)" in response.get_json()["error"] and "legal now: 1 (take discard)" in response.get_json()["error"]
+    for body in ({}, {"move": 1}):
+        response = client.post(f"{url}/move", json=body)
+        assert response.status_code == 400 and '{"action": id}' in response.get_json()["error"]
+    response = client.post(f"{url}/move", data="not json", content_type="application/json")
+    assert response.status_code == 400 and "JSON object" in response.get_json()["error"]
+    response = client.post(f"{url}/next")
+    assert response.status_code == 409 and "still being played" in response.get_json()["error"]
+    assert client.get(url).get_json() == before
+
+
+def test_moves_during_a_showdown_and_after_the_match_are_refused():
+    game = WebGame("simple", seed=11, deck=QUICK_KNOCK, dealer=1, target_score=10)
+    for action in (PASS, DRAW_STOCK, DISCARD_BASE + card_id("KC"), DRAW_STOCK, KNOCK_BASE + card_id("QD")):
+        game.move(action)
+    assert game.showdown is not None and game.match_over  # 61 points: the match to 10 is won
+    with pytest.raises(ValueError, match="the match is over; start a new match") as refused:
+        game.move(DRAW_STOCK)
+    assert refused.value.status == 409
+    with pytest.raises(ValueError, match="the match is over"):
+        game.next_round()
+    assert game.state()["winner"] == 0
+    long_match = WebGame("simple", seed=11, deck=QUICK_KNOCK, dealer=1)
+    for action in (PASS, DRAW_STOCK, DISCARD_BASE + card_id("KC"), DRAW_STOCK, KNOCK_BASE + card_id("QD")):
+        long_match.move(action)
+    with pytest.raises(ValueError, match="the round is over: see the showdown, then ask for the next round"):
+        long_match.move(DRAW_STOCK)
+
+
+def test_unknown_games_opponents_and_pages_are_refused():
+    client, games = make_client(opponent="simple", seed=1)
+    response = client.get("/api/games/nope")
+    assert response.status_code == 404 and "no game 'nope'" in response.get_json()["error"]
+    response = client.post("/api/games", json={"opponent": "/etc/passwd.pt"})
+    assert response.status_code == 400
+    allowed = ", ".join(dict.fromkeys(["simple", *BOT_NAMES]))  # the server's --opponent, then every bot name
+    assert response.get_json()["error"] == f"unknown opponent '/etc/passwd.pt'; choose one of: {allowed}"
+    assert client.get("/api/nothing").status_code == 404 and client.get("/api/games").status_code == 405
+    rebound = client.get("/api/info", headers={"Host": "attacker.example"})  # DNS rebinding
+    assert rebound.status_code == 400 and rebound.get_json()["error"] == "bad request: Host 'attacker.example' is not trusted."
+    assert client.get("/api/info", headers={"Host": "127.0.0.1:8000"}).status_code == 200
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+def test_sessions_are_independent():
+    client, games = make_client(opponent="simple", seed=4, deck=QUICK_KNOCK, dealer=1)
+    first = client.post("/api/games", json={}).get_json()
+    second = client.post("/api/games", json={"opponent": "random"}).get_json()
+    assert first["game_id"] != second["game_id"] and len(games) == 2
+    assert second["players"] == ["you", "random"] and first["players"] == ["you", "simple"]
+    assert first["table"]["hand"] == second["table"]["hand"]  # the same injected first deal
+    moved = client.post(f"/api/games/{first['game_id']}/move", json={"action": PASS}).get_json()
+    assert moved["table"]["phase"] == "draw"
+    assert client.get(f"/api/games/{second['game_id']}").get_json() == second
+    # The other session's move ids are checked against its own state, not the first game's.
+    response = client.post(f"/api/games/{second['game_id']}/move", json={"action": DRAW_STOCK})
+    assert response.status_code == 409
+
+
+def test_sessions_played_at_once_from_threads_stay_apart():
+    client, games = make_client(opponent="simple", seed=6, target_score=30)
+    failures: list[str] = []
+
+    def worker(index: int) -> None:
+        try:
+            play_through(server.create_app(games).test_client(), games, random.Random(index), matches=1)
+        except AssertionError as error:  # pragma: no cover - reported below
+            failures.append(str(error))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failures and len(games) == 3
+
+
+def test_the_oldest_game_is_dropped_past_max_games():
+    client, games = make_client(opponent="random", seed=1, max_games=2)
+    ids = [client.post("/api/games", json={}).get_json()["game_id"] for _ in range(3)]
+    assert client.get(f"/api/games/{ids[0]}").status_code == 404
+    assert "at most 2 games are kept" in client.get(f"/api/games/{ids[0]}").get_json()["error"]
+    assert all(client.get(f"/api/games/{i}").status_code == 200 for i in ids[1:])
+
+
+def test_a_seeded_store_deals_each_match_from_its_own_seed():
+    first = GameStore("simple", seed=20).create().state()
+    again = GameStore("simple", seed=20).create().state()
+    store = GameStore("simple", seed=20)
+    store.create()
+    second = store.create().state()
+    strip = lambda s: {k: v for k, v in s.items() if k != "game_id"}  # noqa: E731
+    assert strip(first) == strip(again) and strip(first)["table"] != strip(second)["table"]
+
+
+def test_bad_store_options_are_refused():
+    with pytest.raises(ValueError, match="unknown policy 'nobot'"):
+        GameStore("nobot")
+    with pytest.raises(ValueError, match="unknown setting"):
+        GameStore("search:rolouts=3")
+    with pytest.raises(ValueError, match="num_players=5"):
+        GameStore("simple", rules="penalty", num_players=5)
+    with pytest.raises(ValueError, match="seed must be None or an int >= 0"):
+        GameStore("simple", seed=-1)
+    with pytest.raises(ValueError, match="max_games"):
+        GameStore("simple", max_games=0)
+
+
+# ----------------------------------------------------------------------------- replays
+
+
+@pytest.fixture(scope="module")
+def record_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("records") / "games.jsonl"
+    evaluate({"simple": "simple", "random": "random"}, matches=1, seed=3, workers=1, record=path, progress=False)
+    return path
+
+
+def test_a_record_file_replays_step_by_step_with_every_hand(record_file):
+    from okgin_env.records import read_records, replay_steps
+
+    records = ReplayStore()
+    records.add("games.jsonl", read_record_file(record_file), set_id="records")
+    client = server.create_app(GameStore("simple"), records).test_client()
+    info = client.get("/api/info").get_json()
+    (listed,) = info["records"]
+    assert listed["id"] == "records" and [g["players"] for g in listed["games"]] == [["simple", "random"], ["random", "simple"]]
+    game = client.get("/api/records/records/games/1").get_json()
+    record = read_records(record_file)[1]
+    steps = list(replay_steps(record))
+    assert len(game["frames"]) == len(steps) and len(game["round_starts"]) == len(record.rounds)
+    for frame, step in zip(game["frames"], steps):
+        held = [sorted(c for part in hand["melds"] for c in part) + hand["deadwood_cards"] for hand in frame["hands"]]
+        assert [sorted(h) for h in held] == [sorted(card_str(c) for c in step.state.hand(s)) for s in range(2)]
+        assert frame["stock_size"] == len(step.state.stock) and frame["scores"] == step.scores_before
+    ends = [f for f in game["frames"] if f["showdown"] is not None]
+    assert len(ends) == len(record.rounds) and ends[-1]["showdown"]["scores_after"] == record.scores
+    assert game["frames"][0]["move"] is None and game["frames"][1]["move"] in ("take discard", "pass")
+    assert client.get("/api/records/records/games/2").status_code == 404
+
+
+def test_an_uploaded_record_file_is_read_and_a_bad_one_is_refused_by_line(record_file):
+    client = server.create_app(GameStore("simple")).test_client()
+    text = record_file.read_text(encoding="utf-8")
+    response = client.post("/api/records?name=mine.jsonl", data=text, content_type="text/plain")
+    assert response.status_code == 201
+    summary = response.get_json()
+    assert summary["name"] == "mine.jsonl" and len(summary["games"]) == 2
+    assert client.get(f"/api/records/{summary['id']}/games/0").status_code == 200
+    assert client.get("/api/info").get_json()["records"] == []  # uploads are not listed to other pages
+    lines = text.splitlines()
+    response = client.post("/api/records?name=bad.jsonl", data=lines[0] + "\n{not json\n")
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith("cannot read bad.jsonl: bad.jsonl, line 2: not valid JSON")
+    assert client.post("/api/records", data="").status_code == 400
+    assert client.post("/api/records", data=b"\xff\xfe").status_code == 400
+
+
+def test_a_record_that_does_not_replay_names_the_game_round_and_action(record_file):
+    data = json.loads(record_file.read_text(encoding="utf-8").splitlines()[0])
+    actions = data["rounds"][0]["actions"]
+    actions[0] = DRAW_STOCK if actions[0] != DRAW_STOCK else TAKE_DISCARD  # not legal during the upcard offer
+    records = ReplayStore()
+    from okgin_env.records import GameRecord
+
+    records.add("broken.jsonl", [GameRecord.from_dict(data)], set_id="records")
+    client = server.create_app(GameStore("simple"), records).test_client()
+    response = client.get("/api/records/records/games/0")
+    assert response.status_code == 422
+    assert response.get_json()["error"].startswith("broken.jsonl: game 0, round 0, action 0: action 0 (draw stock) is not legal")
+
+
+# ----------------------------------------------------------------------------- the page and the command
+
+
+def test_the_page_is_served_and_loads_nothing_from_elsewhere():
+    client, _ = make_client()
+    page = client.get("/")
+    assert page.status_code == 200 and b"<script src=\"/static/app.js\">" in page.data
+    for name in ("app.js", "style.css"):
+        assert client.get(f"/static/{name}").status_code == 200
+    for path in [*STATIC.glob("*.html"), *STATIC.glob("*.js"), *STATIC.glob("*.css")]:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(src|href)=\"(https?:)?//|url\(\s*['\"]?(https?:)?//|@import", text), path
+        assert "innerHTML" not in text, path  # server text is set as text, never parsed as HTML
+
+
+def test_the_core_package_does_not_import_flask():
+    code = ("import sys, okgin_env, okgin_env.web, okgin_env.web.game, okgin_env.web.replay, okgin_env.web.payload\n"
+            "print('flask' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--opponent", "nobot"], "unknown policy 'nobot'"),
+        (["--opponent", "missing.pt"], "missing.pt"),
+        (["--port", "70000"], "--port must be in 0..65535"),
+        (["--records", "/no/such/file.jsonl"], "No such file"),
+        (["--rules", "classic", "--num-players", "3"], "num_players=3"),
+        (["--max-games", "0"], "max_games"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
+    assert run_main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def run_main(argv: list[str]) -> int:
+    try:
+        return server.main(argv)
+    except SystemExit as exit_:  # argparse's own errors
+        return exit_.code
+
+
+def test_a_port_in_use_exits_2(capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert server.main(["--port", str(port)]) == 2
+    assert f"okgin-web: error: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_a_bad_record_file_exits_2_naming_the_line(tmp_path, capsys):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"format": "okgin.game", "version": 9}\n', encoding="utf-8")
+    assert server.main(["--records", str(path)]) == 2
+    assert "line 1" in capsys.readouterr().err
+
+
+def test_without_flask_the_command_says_which_extra_to_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "flask", None)  # import flask now raises ImportError
+    assert server.main([]) == 2
+    assert "pip install okgin[web]" in capsys.readouterr().err
+
+
+def test_the_command_serves_the_page_on_loopback(tmp_path, record_file):
+    import urllib.request
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "okgin_env.web.server", "--port", "0", "--opponent", "random", "--records", str(record_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        line = process.stdout.readline()
+        match = re.search(r"serving on (http://127\.0\.0\.1:\d+/)", line)
+        assert match, line + process.stderr.read()
+        with urllib.request.urlopen(match.group(1) + "api/info", timeout=30) as response:
+            info = json.load(response)
+        assert info["default_opponent"] == "random" and len(info["records"][0]["games"]) == 2
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
