@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "policies",
         nargs="+",
-        help="bot names (random, simple, search; settings as search:rollouts=64) or checkpoint paths ending in .pt",
+        help="bot names (random, simple, search, and the held-out aggressor, defender; settings as search:rollouts=64) "
+             "or checkpoint paths ending in .pt",
     )
     parser.add_argument("--matches", type=int, default=100, help="games per pair (rounded up to mirrored deals)")
     parser.add_argument("--episode", choices=EPISODES, default="match", help="a game is a full match or one round")

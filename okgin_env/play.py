@@ -394,7 +394,7 @@ def play(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="okgin-play", description="Play Oklahoma Gin in the terminal.")
-    parser.add_argument("--opponent", default="simple", help="random, simple, search (or search:rollouts=64), or a .pt checkpoint")
+    parser.add_argument("--opponent", default="simple", help="random, simple, search (or search:rollouts=64), aggressor, defender, or a .pt checkpoint")
     parser.add_argument("--seed", type=int, default=None, help="deal and bot seed (default: random)")
     parser.add_argument("--rules", choices=PRESETS, default="classic")
     parser.add_argument("--episode", choices=("match", "round"), default="match")

@@ -477,6 +477,8 @@ def test_penalty_training_with_self_play_smoke(tmp_path: Path, num_players: int)
     (["--opponent-pool", "simple=0"], "must be a positive number"),
     (["--opponent-pool", "simple=x"], "not a number"),
     (["--opponent-pool", ","], "is empty"),
+    (["--opponent-pool", "simple=1,aggressor=1"], "'aggressor' is a held-out bot, for evaluation only"),
+    (["--opponent-pool", "defender"], "'defender' is a held-out bot, for evaluation only"),
 ])
 def test_bad_player_counts_and_pools_exit_2_before_anything_is_written(tmp_path: Path, capsys, argv, message):
     assert cli([*TINY, *argv, "--run-dir", str(tmp_path / "x")]) == 2

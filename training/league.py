@@ -4,7 +4,7 @@
 ``simple`` bot in every other seat, one quarter play *snapshots* of the learner (self-play). A
 table's opponent fills all its non-learner seats, so with 3 or 4 players a self-play table seats
 two or three copies of one snapshot. Names: every opponent name of ``okgin_env.opponents``
-(``simple``, ``random``, ``search``, ...) and ``self``.
+(``simple``, ``random``, ``search``, ...) but the held-out bots, and ``self``.
 
 Snapshots: every ``snapshot_every`` updates after imitation the learner's weights join a pool of
 the last ``capacity`` snapshots, and each self-play table is handed one of them, drawn at random,
@@ -22,6 +22,7 @@ import random
 import numpy as np
 import torch
 
+from okgin_env.bots import HELD_OUT_BOTS
 from okgin_env.opponents import opponent_names
 
 from .model import PolicyValueNet
@@ -31,12 +32,17 @@ SELF = "self"
 
 
 def parse_pool(text: str) -> dict[str, float]:
-    """``"simple=3,self=1"`` -> ``{"simple": 3.0, "self": 1.0}``; a bare name has weight 1."""
-    allowed = (*opponent_names(), SELF)
+    """``"simple=3,self=1"`` -> ``{"simple": 3.0, "self": 1.0}``; a bare name has weight 1.
+
+    The held-out bots (``okgin_env.bots.HELD_OUT_BOTS``) are refused: they exist to measure an
+    agent against play it has never met, so no training stage may play them."""
+    allowed = tuple(name for name in (*opponent_names(), SELF) if name not in HELD_OUT_BOTS)
     pool: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, _, weight = part.partition("=")
         name = name.strip()
+        if name in HELD_OUT_BOTS:
+            raise ValueError(f"--opponent-pool: {name!r} is a held-out bot, for evaluation only; allowed: {', '.join(allowed)}")
         if name not in allowed:
             raise ValueError(f"--opponent-pool: unknown opponent {name!r}; allowed: {', '.join(allowed)}")
         if name in pool:
