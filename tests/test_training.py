@@ -518,3 +518,19 @@ def test_snapshot_opponents_play_legal_moves_from_the_learners_weights():
     rng = np.random.default_rng(0)
     for _ in range(100):  # an illegal opponent move would raise inside step
         _, _, _, _, infos = tables.step(random_legal_actions(infos["action_mask"], rng))
+
+
+@pytest.mark.parametrize("num_players", [3, 4])
+def test_shipped_penalty_checkpoints_load_and_play_legal_moves_in_every_seat(num_players: int):
+    path = CHECKPOINTS / f"okgin_penalty_{num_players}p.pt"
+    assert path.is_file(), f"the shipped policy {path} is missing"
+    policy = load_policy(path, rules="penalty", num_players=num_players)
+    assert play_penalty_match_in_every_seat(policy, num_players, seed=11) > 0
+    meta = load_checkpoint(path, rules="penalty", num_players=num_players)["metadata"]
+    assert (meta["rules"], meta["num_players"]) == ("penalty", num_players)
+    # A wrong preset or player count is refused.
+    with pytest.raises(CheckpointError, match="rules='penalty', not 'classic'"):
+        load_policy(path)
+    other = 4 if num_players == 3 else 3
+    with pytest.raises(CheckpointError, match=f"num_players={num_players}, not {other}"):
+        load_policy(path, rules="penalty", num_players=other)
