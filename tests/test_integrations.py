@@ -161,3 +161,181 @@ def test_rllib_selfplay(tmp_path):
             logits = forward(dict(batch))[Columns.ACTION_DIST_INPUTS]
             probs = torch.softmax(logits, dim=-1).numpy()
             assert np.all(probs[~masks] < 1e-6)
+
+
+def test_torchrl_ppo(tmp_path):
+    pytest.importorskip("torchrl")
+    import torch
+    from okgin_env.features import with_features
+    from tensordict import TensorDict
+    from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+    example = load_example("torchrl_ppo")
+    frames = 1024
+    results = example.train(
+        frames=frames, n_envs=2, frames_per_batch=512, epochs=1, minibatch=128, eval_rounds=4, eval_matches=2,
+        audit=True, out=tmp_path,
+    )
+    check_eval(results)
+    assert results["observation"] == "features"
+    assert (tmp_path / "torchrl_ppo_actor.pt").is_file()
+    for key in ("evaluate_vs_simple_rounds", "evaluate_vs_simple_matches"):
+        summary = results[key]
+        games = summary["rounds"] if key.endswith("rounds") else summary["matches"]
+        assert summary["wins"] + summary["losses"] + summary["draws"] == games > 0
+    objects = results["_objects"]
+    raw_envs, policy = objects["raw_envs"], objects["policy"]
+
+    # Every env step went through both checks: the collection policy's and MaskAudit's in the env.
+    assert results["env_steps_both_seats"] == policy.steps == sum(env.steps for env in raw_envs) == frames
+    assert 0.3 * frames < results["mask_audit_learner_steps"] < 0.7 * frames
+    emitted = set().union(*(env.emitted for env in raw_envs))
+
+    # The last collected batch: at every step the acting seat's action is inside its mask, and
+    # its (observation, mask) pair is one the env handed out.
+    batch = objects["last"]["batch"]
+    group = batch.get(example.GROUP)
+    acting = group.get("mask")
+    assert acting.sum(-1).eq(1).all()  # AEC: exactly one seat acts at each step
+    steps = torch.nonzero(acting).tolist()
+    assert len(steps) == 512
+    for env_index, t, seat in steps:
+        mask = group.get("action_mask")[env_index, t, seat].numpy()
+        assert mask[int(group.get("action")[env_index, t, seat])]
+        assert example.fingerprint(group.get(example.OBS_KEY)[env_index, t, seat].numpy(), mask) in emitted
+
+    # What PPO trained on: only the learner's decisions, each inside its mask and as the env gave it;
+    # +-1 / 0 rewards, and only on the decision that ends a round.
+    data = objects["last"]["decisions"]
+    masks, actions = data["action_mask"].numpy(), data["action"].numpy()
+    assert len(data) > 50 and masks[np.arange(len(data)), actions].all()
+    for o, m in zip(data[example.OBS_KEY].numpy(), masks):
+        assert example.fingerprint(o, m) in emitted
+    rewards, dones = data["next", "reward"][:, 0].numpy(), data["next", "done"][:, 0].numpy()
+    assert dones.any() and dones[-1]
+    assert results["reward"] == "points" and not rewards[~dones].any()
+    np.testing.assert_allclose(rewards * 25, np.round(rewards * 25), atol=1e-4)  # whole points, scaled by 1/25
+    # The opponent's seat really played simple (its moves replaced the actor's samples there):
+    # a barely trained learner loses nearly every round to it, where two such learners would
+    # mostly draw (neither knocks).
+    assert (rewards[dones] < 0).sum() > 0.7 * dones.sum()
+
+    # The trained and the reloaded actor give no probability outside the mask, and act legally
+    # (also when one action alone is legal), on card observations as evaluate gives them.
+    observations = real_observations(40)
+    values = np.stack([with_features(o["observation"], o["action_mask"]) for o in observations])
+    masks = np.stack([o["action_mask"] for o in observations]).astype(bool)
+    for actor in (objects["actor"], objects["reloaded"]):
+        td = TensorDict({example.OBS_KEY: torch.as_tensor(values), "action_mask": torch.as_tensor(masks)}, batch_size=[40])
+        with torch.no_grad():
+            probs = actor.get_dist(td).probs.numpy()
+        assert np.all(probs[~masks] < 1e-6)
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+        with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
+            greedy = actor(td)["action"].tolist()
+        trained = example.TorchRLPolicy(actor, "features")
+        assert [trained.act(o) for o in observations] == greedy  # the actor's own deterministic action
+        for observation in observations:
+            assert observation["action_mask"][trained.act(observation)] == 1
+            only = np.zeros_like(observation["action_mask"])
+            choice = int(np.flatnonzero(observation["action_mask"])[0])
+            only[choice] = 1
+            assert trained.act({"observation": observation["observation"], "action_mask": only}) == choice
+
+
+def test_torchrl_learner_decisions():
+    """Hand-made steps of two envs (learner in seat 0 and 1): each learner decision gets the learner's
+    rewards up to its next decision; rounds the learner never acted in, and the round still running
+    at the end of the batch, are left out."""
+    pytest.importorskip("torchrl")
+    import torch
+    from tensordict import TensorDict
+
+    example = load_example("torchrl_ppo")
+    group, n, t_len = example.GROUP, okgin_env.NUM_ACTIONS, 8
+    # Per env: (acting seat, the learner's reward, round over) at each step.
+    steps = [
+        [(1, 0, 0), (0, 0, 0), (1, 0, 0), (0, 0, 0), (1, -1, 1), (1, -1, 1), (0, 0, 0), (1, 0, 0)],
+        [(1, 0, 0), (0, 0, 0), (1, 1, 1), (0, 0, 0), (1, 0, 0), (0, 0, 1), (0, 0, 0), (1, 0, 0)],
+    ]
+    learner_seats = [0, 1]
+    acting = torch.zeros(2, t_len, 2, dtype=torch.bool)
+    reward = torch.zeros(2, t_len, 2, 1)
+    done = torch.zeros(2, t_len, 1, dtype=torch.bool)
+    for e, env_steps in enumerate(steps):
+        for t, (seat, r, over) in enumerate(env_steps):
+            acting[e, t, seat] = True
+            reward[e, t, learner_seats[e], 0] = r
+            reward[e, t, 1 - learner_seats[e], 0] = -r
+            done[e, t, 0] = bool(over)
+    # Observation entry 0 names the step: 100 * env + 10 * t + seat.
+    observation = torch.zeros(2, t_len, 2, 3)
+    for e in range(2):
+        for t in range(t_len):
+            for seat in range(2):
+                observation[e, t, seat, 0] = 100 * e + 10 * t + seat
+    batch = TensorDict(
+        {
+            (group, "mask"): acting,
+            (group, *example.OBS_KEY): observation,
+            (group, "action_mask"): torch.ones(2, t_len, 2, n, dtype=torch.bool),
+            (group, "action"): torch.arange(2 * t_len * 2).reshape(2, t_len, 2) % n,
+            (group, "action_log_prob"): torch.zeros(2, t_len, 2),
+            ("next", group, "reward"): reward,
+            ("next", "done"): done,
+        },
+        batch_size=[2, t_len],
+    )
+    data = example.learner_decisions(batch, learner_seats)
+    assert data[example.OBS_KEY][:, 0].tolist() == [10, 30, 101, 121, 141]
+    assert data["next", "reward"][:, 0].tolist() == [0, -1, 0, 1, 0]
+    assert data["next", "done"][:, 0].tolist() == [False, True, False, True, True]
+    assert data["next", "terminated"][:, 0].tolist() == [False, True, False, True, True]
+    # Not the end of a round: the next observation is the learner's next decision's.
+    assert data["next", *example.OBS_KEY][:, 0].tolist()[0] == 30
+    assert data["next", *example.OBS_KEY][:, 0].tolist()[2] == 121
+    assert data["action"].tolist() == [(2 * t + s) % n for t, s in ((1, 0), (3, 0))] + [
+        (2 * t_len * 2 // 2 + 2 * t + 1) % n for t in (0, 2, 4)
+    ]
+    assert "action_log_prob" in data.keys()
+    assert example.learner_decisions(batch[:, :1], learner_seats) is None  # no round finished
+
+
+def test_torchrl_per_card_network_lines_up_with_the_actions():
+    """PerCardNet's card c logits land on the actions DISCARD_BASE + c and KNOCK_BASE + c."""
+    pytest.importorskip("torchrl")
+    import torch
+    from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
+
+    example = load_example("torchrl_ppo")
+    net = example.PerCardNet("features", "logits", hidden=8)
+    with torch.no_grad():
+        for parameter in net.parameters():
+            parameter.zero_()
+        net.card_head.bias.copy_(torch.tensor([1.0, 2.0]))  # discard, knock
+        # Card c's discard logit also gets c / 100 through its embedding: tells the cards apart.
+        net.card_embedding[:, 0] = torch.arange(52) / 100
+        net.card_net[2].bias.zero_()
+        net.card_net[0].weight[0, net.card_net[0].in_features - net.rest_net[0].out_features - 8] = 1.0
+        net.card_net[2].weight[0, 0] = 1.0
+        net.card_head.weight[0, 0] = 1.0
+        net.summary_head[2].bias.copy_(torch.tensor([10.0, 20.0, 30.0]))
+        logits = net(torch.zeros(example.layout_for(2, "features").size))
+    assert logits.shape == (okgin_env.NUM_ACTIONS,)
+    assert logits[[DRAW_STOCK, TAKE_DISCARD, PASS]].tolist() == [10.0, 20.0, 30.0]
+    np.testing.assert_allclose(logits[DISCARD_BASE : DISCARD_BASE + 52].numpy(), 1 + np.arange(52) / 100, rtol=1e-6)
+    np.testing.assert_allclose(logits[KNOCK_BASE : KNOCK_BASE + 52].numpy(), 2.0)
+    value = example.PerCardNet("cards", "value", hidden=8)(torch.zeros(3, example.layout_for(2, "cards").size))
+    assert value.shape == (3, 1)
+
+
+def test_torchrl_bad_settings_exit_2(capsys):
+    pytest.importorskip("torchrl")
+    example = load_example("torchrl_ppo")
+    for argv in (["--n-envs", "3"], ["--frames-per-batch", "100"], ["--frames", "10"], ["--eval-rounds", "0"]):
+        with pytest.raises(SystemExit) as stop:
+            example.main(argv)
+        assert stop.value.code == 2
+        assert "error:" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="allowed: cards, features"):
+        example.check_settings("planes", 8, 4096, 8192)
