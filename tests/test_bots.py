@@ -686,3 +686,57 @@ def test_search_regret_script_runs(tmp_path, capsys):
     capsys.readouterr()
     with pytest.raises(ValueError):
         module.main([*common, "rollouts=0"])
+
+
+# ----------------------------------------------------------------------------- search: stock reshuffles (penalty)
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[f"{r}-{n}p" for r, n in TABLES])
+def test_stock_draws_counts_every_draw_from_the_stock_across_reshuffles(positions, table):
+    """The greedy opponent model's count of turns: exact from public counts, reshuffles included."""
+    rules, num_players = table
+    hand_size = make_config(rules, num_players=num_players).hand_size
+    reshuffled = 0
+    for _, state in positions[table]:
+        drawn = sum(action == DRAW_STOCK for _, action in state.history)
+        assert search_module.stock_draws(num_players, hand_size, len(state.stock), state.reshuffles) == drawn
+        reshuffled += state.reshuffles > 0
+    assert reshuffled > 0 or rules == "classic"  # penalty positions past a reshuffle are covered
+
+
+def first_position_after_a_reshuffle() -> tuple[dict, object]:
+    """Deck injection, 3 players (penalty): simple plays every seat until the first draw after the
+    first stock reshuffle; returns that observation and the true round state."""
+    env = okgin_env.raw_env(rules="penalty", num_players=3, episode="round")
+    env.reset(seed=0, options={"deck": np.random.default_rng(0).permutation(52).tolist(), "dealer": 0})
+    bots = {agent: SimpleBot(seed=i) for i, agent in enumerate(env.possible_agents)}
+    while not any(env.terminations.values()):
+        agent = env.agent_selection
+        observation = env.observe(agent)
+        v = view(observation)
+        if v.reshuffles and v.phase is Phase.DRAW and len(v.legal) > 1:
+            return observation, env.round_state.clone()
+        env.step(bots[agent].act(observation))
+    raise AssertionError("the scripted round ended before a reshuffle")
+
+
+def test_search_models_the_opponents_of_a_reshuffled_round_as_players_who_have_played():
+    """After a reshuffle the stock is back at its size after the deal; the turn count must not
+    restart there. It did: the greedy model then dealt the opponents 7 fresh cards, exactly as
+    the uniform model does (mean deadwood 30.4, against a true 10.0 here), so search thought
+    them far from knocking and waited too long. Now they have had their greedy turns (19.5)."""
+    observation, state = first_position_after_a_reshuffle()
+    v = view(observation)
+    assert v.reshuffles == 1 and v.stock_size == 30  # 52 - 3 * 7 - upcard: the size after the deal
+    assert search_module.stock_draws(3, 7, v.stock_size, v.reshuffles) == 28
+
+    def mean_sampled_deadwood(model: str) -> float:
+        bot = SearchBot(seed=0, opponent_model=model)
+        config = bot.config_for(3)
+        samples = [bot.determinize(v, config) for _ in range(60)]
+        return float(np.mean([deadwood_of_mask(hand) for sample in samples for hand in sample.hands[1:]]))
+
+    true_deadwood = np.mean([deadwood_of_mask(state.hands[(state.current + k) % 3]) for k in (1, 2)])
+    greedy, uniform = mean_sampled_deadwood("greedy"), mean_sampled_deadwood("uniform")
+    assert greedy < uniform - 5
+    assert abs(greedy - true_deadwood) < abs(uniform - true_deadwood) - 5

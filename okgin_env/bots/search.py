@@ -12,13 +12,14 @@ At each of its decisions that has a real choice, the bot
    opponents' hands (each holds ``hand_size`` cards: the bot only acts on its own turn) and the
    stock, with an **opponent model** (``opponent_model="greedy"``): a sampled hand plays as many
    greedy turns as the opponent has had (draw an unseen card, throw back the one leaving the
-   least deadwood), so it holds melds and low cards like a real player's; every card a player
-   took from the pile gets a meld (``infer_takes``), since players take face-up cards to meld
-   them; and (``infer_discard``) the previous player's hand is improved until the card they just
-   threw is one of their least-deadwood discards, as it was. Of ``consistency_tries`` such
-   samples the bot keeps the first that agrees with what the opponents did, else the one that
-   disagrees least (``SearchBot.inconsistencies``): a hand with which its player could have
-   knocked (they did not), or a hand that melds a card its player passed or threw. Optionally
+   least deadwood; turns are counted across stock reshuffles, ``stock_draws``), so it holds
+   melds and low cards like a real player's; every card a player took from the pile gets a meld
+   (``infer_takes``), since players take face-up cards to meld them; and (``infer_discard``)
+   the previous player's hand is improved until the card they just threw is one of their
+   least-deadwood discards, as it was. Of ``consistency_tries`` such samples the bot keeps the
+   first that agrees with what the opponents did, else the one that disagrees least
+   (``SearchBot.inconsistencies``): a hand with which its player could have knocked (they did
+   not), or a hand that melds a card its player passed or threw. Optionally
    (``max_resamples > 1``) only the previous player's hand is drawn again while it could have
    knocked. ``opponent_model="uniform"`` deals the unseen cards uniformly. The engine turns each
    guess into a round state (``okgin_env.rules.infoset.InfoSet.state``).
@@ -55,11 +56,11 @@ import numpy as np
 
 from ..observation import ObservationView, view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-from ..rules.cards import FULL_DECK_MASK, NUM_RANKS, from_mask, to_mask
+from ..rules.cards import FULL_DECK_MASK, NUM_CARDS, NUM_RANKS, from_mask, to_mask
 from ..rules.config import OPTION_NAMES, RulesConfig, make_config
 from ..rules.infoset import InfoSet
 from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask, in_some_meld
-from ..rules.round import Phase, RoundState
+from ..rules.round import STOCK_LEFT_AT_WALL, Phase, RoundState
 from .settings import (
     COMMON_SETTINGS,
     SEARCH_SETTING_NAMES,
@@ -81,6 +82,19 @@ def playout(state: RoundState, rng: random.Random) -> RoundState:
     while state.phase is not Phase.OVER:
         apply(simple_action_for_state(state, rng))
     return state
+
+
+def stock_draws(num_players: int, hand_size: int, stock_size: int, reshuffles: int) -> int:
+    """How many cards have been drawn from the stock this round (exact, from public counts).
+
+    The stock and the pile together hold every card not in a hand. A reshuffle (penalty preset)
+    happens at ``STOCK_LEFT_AT_WALL`` stock cards and turns the pile but its top into stock, so the
+    stock is back at its size after the deal: every reshuffle stands for ``initial -
+    STOCK_LEFT_AT_WALL`` draws. Counting only ``initial - stock_size`` would make the opponents of
+    a reshuffled round look as if they had just been dealt (weak hands), which they are not.
+    """
+    initial = NUM_CARDS - num_players * hand_size - 1  # less the upcard
+    return reshuffles * (initial - STOCK_LEFT_AT_WALL) + max(0, initial - stock_size)
 
 
 def _greedy_draws(hand: int, fixed: int, pool: list[int], draws: int, rng: random.Random) -> int:
@@ -383,8 +397,7 @@ class SearchBot:
         settings = self.settings
         last_discard = self._last_discard(v) if settings.infer_discard else -1
         if settings.opponent_model == "greedy":
-            initial_stock = 52 - n * hand_size - 1
-            turns = max(0, initial_stock - v.stock_size) / n
+            turns = stock_draws(n, hand_size, v.stock_size, v.reshuffles) / n
             draws = min(settings.max_model_draws, int(settings.model_scale * turns + 0.5))
         # A player takes a face-up card to meld it: first give each card an opponent took a meld
         # (for every opponent before any hand is filled, so that no partner is dealt away).
