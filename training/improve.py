@@ -30,6 +30,13 @@ same future instead:
 3. **Evaluation.** The starting and the fitted policy play the same mirrored full matches against
    ``simple`` through the evaluation library; both results go to ``summary.json``.
 
+Labelling runs in worker processes (``--workers``) or on a Ray cluster (``--ray-address``, see
+``training.workers``), one job per ``--chunk`` decisions, each written to
+``labels_NNNN.npz`` as it finishes; ``--resume`` keeps the chunks an interrupted run of the same
+arguments wrote. Within a job the rollouts run in lockstep with batched forward passes
+(``training.labelling``, ``--labelling batched``, the default); ``--labelling single`` is the
+one-rollout-at-a-time reference path. Both give the same labels.
+
 Measured (see the README's model card): the labels' noise left after centring is large (about 8
 points per decision, for gains near 0.2), so a useful step needs a few hundred thousand labelled
 decisions: the shipped policy's two steps used 200,000 and 300,000 (about 20 min per 150,000 on
@@ -40,8 +47,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing as mp
 import random
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +65,8 @@ from okgin_env.rules.config import make_config
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
 from .policy import build_model, encode_decision, load_checkpoint, load_policy, save_checkpoint
+from .labelling import checkpoint_file, label_decisions_batched, labelling_config
+from .workers import require_ray, run_jobs
 
 
 @dataclass
@@ -66,6 +75,9 @@ class Args:
     seed: int = field(default=1, metadata={"help": "seed for python, numpy, torch and the deals"})
     decisions: int = field(default=200_000, metadata={"help": "labelled decisions to collect (all workers)"})
     workers: int = field(default=2, metadata={"help": "labelling processes"})
+    ray_address: str = field(default="", metadata={
+        "help": "label on a Ray cluster at this address (HOST:PORT, auto, or local for a private instance "
+                "with --workers CPUs; see training/workers.py) instead of local processes; same jobs, same labels"})
     chunk: int = field(default=2_000, metadata={"help": "decisions per labelling job (each has its own seed and file)"})
     objective: str = field(default="regress", metadata={
         "choices": ("regress", "policy"),
@@ -79,6 +91,12 @@ class Args:
     eval_matches: int = field(default=1000, metadata={"help": "matches against simple for each of start and fitted"})
     run_dir: str = field(default="runs/improve", metadata={"help": "labels, checkpoints, summary"})
     reuse_labels: bool = field(default=False, metadata={"help": "fit on labels already in run_dir (skip labelling)"})
+    resume: bool = field(default=False, metadata={
+        "help": "keep the label chunks an interrupted run of the same arguments wrote and label only the rest"})
+    labelling: str = field(default="batched", metadata={
+        "choices": ("batched", "single"),
+        "help": "batched: all rollouts of a job in lockstep with batched forward passes (training.labelling); "
+                "single: one rollout at a time (the reference path); the same labels either way"})
     extra_labels: str = field(default="", metadata={
         "help": "comma-separated run directories whose labels are added to the fit (after run_dir's own)"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
@@ -95,7 +113,7 @@ class _Player:
     """The policy being improved, acting on engine states through its observation."""
 
     def __init__(self, checkpoint: str, rules: str):
-        self.config = make_config(rules)
+        self.config = labelling_config(checkpoint, rules)
         self.policy = load_policy(checkpoint, rules=self.config)
 
     def action(self, state, scores, seat: int) -> int:
@@ -118,8 +136,8 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int) -> f
     return float(state.outcome.rewards[learner])
 
 
-def label_decisions(job: tuple[str, str, int, int, str]) -> str:
-    """One worker: play matches and label ``count`` decisions; save them to ``out`` (npz).
+def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
+    """One worker: play matches and label ``count`` decisions; return their arrays (the driver saves them).
 
     The matches run in ``okgin_env.match_loop.play_match``: the policy (greedy) in one seat,
     alternating from match to match, ``simple`` in the others; each of the policy's decisions
@@ -127,9 +145,9 @@ def label_decisions(job: tuple[str, str, int, int, str]) -> str:
     One generator, seeded with ``seed``, gives the simple bot's tie-breaks and each label's
     continuation seed, in the order the decisions come: the same job gives the same labels.
     """
-    checkpoint, rules, seed, count, out = job
+    checkpoint, rules, seed, count = job
     torch.set_num_threads(1)
-    player = _Player(checkpoint, rules)
+    player = _Player(checkpoint_file(checkpoint), rules)
     config = player.config
     num_players = config.num_players
     rng = random.Random(seed)
@@ -164,8 +182,29 @@ def label_decisions(job: tuple[str, str, int, int, str]) -> str:
         policies = [player.policy if s == learner else opponent for s in range(num_players)]
         play_match(config, policies, np.random.default_rng([seed, game]), on_decision=label)
         game += 1
-    np.savez_compressed(out, **{k: np.stack(v) for k, v in records.items()})
-    return out
+    return {k: np.stack(v) for k, v in records.items()}
+
+
+def chunk_path(run_dir: Path, k: int) -> Path:
+    return run_dir / f"labels_{k:04d}.npz"
+
+
+def finished_chunks(run_dir: Path, manifest: dict, sizes: list[int]) -> dict[int, Path]:
+    """The label chunks an earlier run with the same ``manifest`` finished: ``{job index: path}``.
+
+    Chunks of another run (other start, rules, seed or sizes) are not kept: their labels would not
+    be the ones this run asks for."""
+    manifest_path = run_dir / "labels.json"
+    if not manifest_path.exists() or json.loads(manifest_path.read_text()) != manifest:
+        return {}
+    done = {}
+    for k, size in enumerate(sizes):
+        path = chunk_path(run_dir, k)
+        if path.exists():
+            with np.load(path) as chunk:
+                if chunk["q"].shape[0] == size:
+                    done[k] = path
+    return done
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -215,6 +254,8 @@ def main(argv: list[str] | None = None) -> dict:
     if not 0 < args.validation_fraction < 1 or args.q_scale <= 0 or args.epochs < 0:
         raise ValueError("need 0 < --validation-fraction < 1, --q-scale > 0 and --epochs >= 0; got "
                          f"{args.validation_fraction}, {args.q_scale} and {args.epochs}")
+    if args.ray_address and not args.reuse_labels:
+        require_ray(args.ray_address)  # before anything is written
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -228,16 +269,33 @@ def main(argv: list[str] | None = None) -> dict:
     # ---- labelling
     chunks = sorted(run_dir.glob("labels_*.npz"))
     if not (args.reuse_labels and chunks):
-        for old in chunks:
-            old.unlink()
         sizes = [min(args.chunk, args.decisions - begin) for begin in range(0, args.decisions, args.chunk)]
-        jobs = [(args.init_from, rules, args.seed * 100_000 + k, size, str(run_dir / f"labels_{k:04d}.npz"))
-                for k, size in enumerate(sizes)]
+        # What the chunks are labels of: a resumed run keeps them only if it would label the same.
+        manifest = {"init_from": str(Path(args.init_from).resolve()), "rules": rules, "seed": args.seed, "sizes": sizes}
+        manifest_path = run_dir / "labels.json"
+        done = finished_chunks(run_dir, manifest, sizes) if args.resume else {}
+        for old in chunks:
+            if old not in done.values():
+                old.unlink()
+        manifest_path.write_text(json.dumps(manifest))
+        # Locally the workers read the file; on Ray each job carries the checkpoint's bytes, since a
+        # node's disk is not this one (training.labelling.checkpoint_file).
+        checkpoint = Path(args.init_from).read_bytes() if args.ray_address else str(Path(args.init_from).resolve())
+        todo = [k for k in range(len(sizes)) if k not in done]
+        jobs = [(checkpoint, rules, args.seed * 100_000 + k, sizes[k]) for k in todo]
+        if done:
+            print(f"resuming: {len(done)} of {len(sizes)} label chunks were written before; labelling the other {len(todo)}")
         began = time.time()
-        with mp.get_context("spawn").Pool(args.workers) as pool:
-            chunks = [Path(p) for p in tqdm(pool.imap(label_decisions, jobs), total=len(jobs),
-                                             disable=not args.progress, desc=f"labelling ({args.chunk} decisions a job)")]
-        print(f"labelled {args.decisions} decisions in {time.time() - began:.0f} s")
+        # The jobs return their labels (on a cluster a worker's disk is not this one); saved here, in job order,
+        # each file complete or absent (written aside, then renamed), so that --resume can trust any it finds.
+        label = label_decisions_batched if args.labelling == "batched" else label_decisions
+        for k, labels in zip(todo, run_jobs(label, jobs, workers=args.workers, ray_address=args.ray_address or None,
+                                            progress=args.progress, desc=f"labelling ({args.chunk} decisions a job)")):
+            partial = run_dir / f"partial_{k:04d}.npz"
+            np.savez_compressed(partial, **labels)
+            partial.replace(chunk_path(run_dir, k))
+        chunks = [chunk_path(run_dir, k) for k in range(len(sizes))]
+        print(f"labelled {sum(sizes[k] for k in todo)} decisions in {time.time() - began:.0f} s")
     for extra in filter(None, args.extra_labels.split(",")):
         found = sorted(Path(extra).glob("labels_*.npz"))
         if not found:
@@ -294,7 +352,8 @@ def main(argv: list[str] | None = None) -> dict:
 
         for name, path in (("start", args.init_from), ("fitted", str(fitted))):
             pair = evaluate({name: path, "simple": "simple"}, matches=args.eval_matches, seed=args.seed + 7,
-                            workers=args.workers, progress=args.progress).pairs[0]
+                            rules=rules, num_players=meta["num_players"], workers=args.workers,
+                            progress=args.progress).pairs[0]
             summary[f"vs_simple_{name}"] = {"matches": pair.games, "wins": pair.wins_a, "win_rate": pair.win_rate_a,
                                             "ci95": [pair.ci_low, pair.ci_high],
                                             "points_per_round": pair.points_per_round_a}
@@ -305,5 +364,16 @@ def main(argv: list[str] | None = None) -> dict:
     return summary
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m training.improve``: exit 2 with a message on bad arguments, checkpoints or a
+    Ray address without Ray."""
+    try:
+        main(argv)
+    except (ValueError, ImportError, FileNotFoundError) as error:  # CheckpointError is a ValueError
+        print(f"python -m training.improve: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(cli())

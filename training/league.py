@@ -12,6 +12,12 @@ until the next refresh (so the learner meets a spread of its past selves, not ju
 Until the first snapshot (during imitation) self-play tables play ``simple``. Snapshots sample
 their moves from the policy (not greedy), so that they do not repeat one line of play. They are
 not saved in ``last.pt``: a resumed run starts its pool again from the resumed weights.
+
+``--pool-sampling prioritized`` re-splits the tables every ``--reweight-every`` updates by
+``PrioritizedSampler``: each opponent's share of the tables is its pool weight scaled down by
+how often the learner already beats it (prioritized fictitious self-play, as in AlphaStar), so
+training time goes to the opponents it handles worst. A table handed to another opponent gets
+it at once (mid-match: the new opponent finishes the match from the scores it finds).
 """
 
 from __future__ import annotations
@@ -77,6 +83,54 @@ def split_tables(pool: dict[str, float], num_tables: int) -> list[str]:
     return tables
 
 
+class PrioritizedSampler:
+    """Prioritized fictitious self-play over the pool: more tables for the opponents the learner beats least.
+
+    Each opponent name keeps a running count of the learner's finished rounds against it and of
+    the rounds it won (both decayed by ``decay`` at every ``record``, so old results fade). Its
+    share of the tables is its pool weight times ``max(floor, (1 - win_rate) ** power)``: with
+    ``power`` 2 an opponent beaten in 80% of rounds gets a sixth of the share of one beaten in
+    50% (AlphaStar's "hard" weighting). ``floor`` keeps every opponent in play, so a result that
+    changes is seen again. Names without results yet keep their pool weight.
+    """
+
+    def __init__(self, pool: dict[str, float], power: float = 2.0, floor: float = 0.1, decay: float = 0.9):
+        if not (power >= 0 and 0 < floor <= 1 and 0 <= decay < 1):
+            raise ValueError(f"need power >= 0, 0 < floor <= 1 and 0 <= decay < 1; got {power}, {floor} and {decay}")
+        self.pool = dict(pool)
+        self.power, self.floor, self.decay = power, floor, decay
+        self.wins = dict.fromkeys(pool, 0.0)
+        self.rounds = dict.fromkeys(pool, 0.0)
+
+    def record(self, results: dict[str, tuple[float, float]]) -> None:
+        """``{name: (rounds won, rounds finished)}`` since the last call (names left out: none)."""
+        for name in self.pool:
+            won, finished = results.get(name, (0.0, 0.0))
+            if not 0 <= won <= finished:
+                raise ValueError(f"{name!r}: {won} rounds won of {finished} finished")
+            self.wins[name] = self.decay * self.wins[name] + won
+            self.rounds[name] = self.decay * self.rounds[name] + finished
+
+    def win_rate(self, name: str) -> float | None:
+        return self.wins[name] / self.rounds[name] if self.rounds[name] > 0 else None
+
+    def weights(self) -> dict[str, float]:
+        weights = {}
+        for name, weight in self.pool.items():
+            rate = self.win_rate(name)
+            weights[name] = weight if rate is None else weight * max(self.floor, (1.0 - rate) ** self.power)
+        return weights
+
+
+def table_results(names: list[str], wins: np.ndarray, rounds: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Per-table round counts summed by each table's opponent name."""
+    results: dict[str, tuple[float, float]] = {}
+    for name, won, finished in zip(names, wins.tolist(), rounds.tolist()):
+        a, b = results.get(name, (0.0, 0.0))
+        results[name] = (a + won, b + finished)
+    return results
+
+
 class SnapshotOpponent:
     """A frozen copy of the learner's network as a batch opponent (``act_batch``), sampling its moves."""
 
@@ -127,4 +181,4 @@ class SnapshotPool:
             opponent.load(self.rng.choice(self.states))
 
 
-__all__ = ["SELF", "SnapshotOpponent", "SnapshotPool", "parse_pool", "split_tables"]
+__all__ = ["SELF", "PrioritizedSampler", "SnapshotOpponent", "SnapshotPool", "parse_pool", "split_tables", "table_results"]

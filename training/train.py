@@ -64,12 +64,13 @@ from tqdm import tqdm
 
 from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.observation import layout_for
+from okgin_env.opponents import make_opponent
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 from okgin_env.vector import VectorGymEnv
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_PRIVILEGED_FEATURES, privileged_features
-from .league import SELF, SnapshotPool, parse_pool, split_tables
+from .league import SELF, PrioritizedSampler, SnapshotPool, parse_pool, split_tables, table_results
 from .model import PolicyValueNet, PrivilegedCritic
 from .plot import plot_progress
 from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load_checkpoint, save_checkpoint, write_checkpoint
@@ -109,6 +110,11 @@ class Args:
     opponent_pool: str = field(default="simple", metadata={
         "help": "the other seats' players, NAME=WEIGHT,... splitting the tables by weight: bot names "
                 "(simple, random, search...) and self (past snapshots of the learner); see training.league"})
+    pool_sampling: str = field(default="fixed", metadata={
+        "choices": ("fixed", "prioritized"),
+        "help": "fixed: the pool's weights split the tables; prioritized: every --reweight-every updates the "
+                "tables are re-split towards the opponents the learner beats least (training.league)"})
+    reweight_every: int = field(default=10, metadata={"help": "updates between re-splits with --pool-sampling prioritized"})
     snapshot_every: int = field(default=10, metadata={"help": "updates between self-play snapshots (after imitation)"})
     snapshot_capacity: int = field(default=8, metadata={"help": "past snapshots kept for self-play"})
     snapshot_players: int = field(default=4, metadata={"help": "snapshots in play at once (each on a share of the self-play tables)"})
@@ -132,7 +138,7 @@ def check_args(args: Args) -> None:
     at_least = {"total_decisions": 1, "num_tables": 1, "rollout_length": 1, "bc_updates": 0, "bc_epochs": 1,
                 "ppo_epochs": 1, "minibatch_size": 1, "critic_hidden": 1, "critic_warmup_updates": 0,
                 "eval_every": 1, "eval_matches": 1, "eval_max_rounds": 1, "torch_threads": 1,
-                "snapshot_every": 1, "snapshot_capacity": 1, "snapshot_players": 1}
+                "snapshot_every": 1, "snapshot_capacity": 1, "snapshot_players": 1, "reweight_every": 1}
     for name, low in at_least.items():
         if getattr(args, name) < low:
             raise ValueError(f"--{name.replace('_', '-')} must be at least {low}, got {getattr(args, name)}")
@@ -153,6 +159,8 @@ def check_args(args: Args) -> None:
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
     parse_pool(args.opponent_pool)
+    if args.pool_sampling not in ("fixed", "prioritized"):
+        raise ValueError(f"--pool-sampling {args.pool_sampling!r}; allowed: fixed, prioritized")
 
 
 # ----------------------------------------------------------------------------- the networks, the tables and the rollout buffers
@@ -217,6 +225,8 @@ class Rollout:
     privileged: torch.Tensor | None
     round_points: float = 0.0  # the learner's raw points over the rounds that ended
     rounds: int = 0
+    table_wins: np.ndarray | None = None  # (tables,) rounds the learner won at each table (for the league)
+    table_rounds: np.ndarray | None = None  # (tables,) rounds that ended at each table
 
     @classmethod
     def allocate(cls, steps: int, tables: int, observation_size: int, privileged: bool) -> "Rollout":
@@ -244,6 +254,25 @@ class Rollout:
 # ----------------------------------------------------------------------------- rollout
 
 
+def retable(tables: VectorGymEnv, current: list[str], wanted: list[str], snapshots: SnapshotPool, model,
+            config, seed: int) -> list[str]:
+    """Give each table the opponent ``wanted`` names (PFSP re-split); returns the new names.
+
+    Bots are built afresh for the tables that change; the self-play tables (old and new) are
+    handed out again among the snapshot players, or play ``simple`` until the first snapshot."""
+    for game, (old, new) in enumerate(zip(current, wanted)):
+        if old != new and not (new == SELF and snapshots.states):
+            tables.set_opponent(game, make_opponent("simple" if new == SELF else new, seed=seed * 1000 + game, config=config))
+    self_play = [i for i, name in enumerate(wanted) if name == SELF]
+    if snapshots.states and self_play:
+        snapshots.seat(model, config.num_players, tables, self_play)
+        snapshots.refresh()
+    if wanted != current:
+        shares = ", ".join(f"{name} {wanted.count(name)}" for name in dict.fromkeys(wanted))
+        print(f"league: tables re-split: {shares}", file=sys.stderr, flush=True)
+    return list(wanted)
+
+
 def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray,
                     rollout: Rollout, teacher_rng: random.Random | None, reward_scale: float):
     """Every table's learner decides once per step, in one batched forward pass, for T steps.
@@ -253,6 +282,8 @@ def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.n
     """
     num_players = tables.batch.num_players
     rollout.round_points, rollout.rounds = 0.0, 0
+    rollout.table_wins = np.zeros(len(observations))
+    rollout.table_rounds = np.zeros(len(observations))
     for t in range(rollout.actions.shape[0]):
         inputs, legal_actions = encode_batch(observations, masks, num_players)
         with torch.no_grad():
@@ -271,6 +302,8 @@ def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.n
         round_ended = terminated | truncated | infos.get("_round_outcome", np.zeros(len(actions), dtype=bool))
         rollout.round_points += float(rewards[round_ended].sum())
         rollout.rounds += int(round_ended.sum())
+        rollout.table_rounds += round_ended
+        rollout.table_wins += round_ended & (rewards > 0)
         (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
          rollout.legal[t]) = inputs
         rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
@@ -414,6 +447,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     table_opponents = split_tables(parse_pool(args.opponent_pool), args.num_tables)
     self_play_tables = [i for i, name in enumerate(table_opponents) if name == SELF]
     snapshots = SnapshotPool(args.snapshot_capacity, args.snapshot_players, args.seed)
+    sampler = PrioritizedSampler(parse_pool(args.opponent_pool)) if args.pool_sampling == "prioritized" else None
     tables = VectorGymEnv(args.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
                           learner_seat="alternate", rules=args.rules, num_players=config.num_players,
                           episode="match", reward="points")
@@ -444,6 +478,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         snapshots.seat(networks.model, config.num_players, tables, self_play_tables)
                     snapshots.add(networks.model)
                     snapshots.refresh()
+                if sampler is not None and phase != "bc":
+                    sampler.record(table_results(table_opponents, rollout.table_wins, rollout.table_rounds))
+                    if progress.update % args.reweight_every == 0:
+                        table_opponents = retable(tables, table_opponents, split_tables(sampler.weights(), args.num_tables),
+                                                  snapshots, networks.model, config, args.seed + progress.update)
+                        self_play_tables = [i for i, name in enumerate(table_opponents) if name == SELF]
                 progress.elapsed = time.time() - start
 
                 # ---- logging, evaluation in the second process, checkpoints

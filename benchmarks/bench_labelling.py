@@ -1,0 +1,97 @@
+"""Benchmark: decision labelling of ``training.improve``, one rollout at a time against batched.
+
+Both paths label the same jobs (same checkpoint, seeds and decision counts) in this process, on
+one core (``torch.set_num_threads(1)``), interleaved repeat by repeat so that a noisy moment on a
+shared machine hurts both alike:
+
+* ``single``: ``training.improve.label_decisions``, every learner decision of every rollout a
+  forward pass of batch 1 (the path before batching);
+* ``batched``: ``training.labelling.label_decisions_batched``, all rollouts of a job in lockstep
+  and one forward pass per step for all of them.
+
+It reports the median milliseconds per labelled decision per core (process CPU time by default,
+steadier than wall time on a shared machine; ``--clock wall`` for wall time), the ratio, and
+whether the two paths gave identical label arrays (they must). ``--json FILE`` writes the numbers.
+
+Usage::
+
+    python benchmarks/bench_labelling.py [--decisions 300] [--repeats 3] [--checkpoint checkpoints/okgin_classic.pt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from training.improve import label_decisions  # noqa: E402
+from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions_batched  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "okgin_classic.pt"))
+    parser.add_argument("--rules", default="classic")
+    parser.add_argument("--decisions", type=int, default=300, help="labelled decisions per measurement")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rollout-batch", type=int, default=DEFAULT_ROLLOUT_BATCH)
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--json", default=None, help="also write the results here")
+    args = parser.parse_args()
+    if args.decisions < 1 or args.repeats < 1 or args.rollout_batch < 1:
+        parser.error("--decisions, --repeats and --rollout-batch must be at least 1")
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    torch.set_num_threads(1)
+    paths = {
+        "single": label_decisions,
+        "batched": lambda job: label_decisions_batched(job, rollout_batch=args.rollout_batch),
+    }
+    paths["batched"]((args.checkpoint, args.rules, 0, 2))  # warm-up: imports, first model load
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    identical = True
+    for repeat in range(args.repeats):
+        job = (args.checkpoint, args.rules, 1000 + repeat, args.decisions)
+        labels = {}
+        for name, function in paths.items():
+            start = clock()
+            labels[name] = function(job)
+            times[name].append((clock() - start) * 1000 / args.decisions)
+        same = all(np.array_equal(labels["single"][k], labels["batched"][k]) for k in labels["single"])
+        identical &= same
+        print(f"repeat {repeat + 1}: single {times['single'][-1]:.2f} ms, batched {times['batched'][-1]:.2f} ms "
+              f"per labelled decision; identical labels: {same}", flush=True)
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    result = {
+        "benchmark": "labelling",
+        "clock": args.clock,
+        "checkpoint": os.path.relpath(args.checkpoint, ROOT),
+        "rules": args.rules,
+        "decisions_per_measurement": args.decisions,
+        "repeats": args.repeats,
+        "rollout_batch": args.rollout_batch,
+        "ms_per_labelled_decision": {name: round(v, 3) for name, v in medians.items()},
+        "all_runs_ms": {name: [round(v, 3) for v in values] for name, values in times.items()},
+        "speedup": round(medians["single"] / medians["batched"], 2),
+        "identical_labels": identical,
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at the end",
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if not identical:
+        sys.exit("the batched labels differ from the single-rollout labels")
+
+
+if __name__ == "__main__":
+    main()

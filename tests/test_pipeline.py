@@ -1,0 +1,58 @@
+"""The one-command pipeline (training.pipeline): every stage in turn, resumable, refusing a mixed-up resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from training.pipeline import cli  # noqa: E402
+from training.pipeline import main as pipeline_main  # noqa: E402
+from training.policy import load_policy  # noqa: E402
+
+
+def test_quick_pipeline_runs_every_stage_and_resumes_the_interrupted_one(tmp_path, capsys):
+    run_dir = tmp_path / "pipe"
+    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--no-progress"]
+    record = pipeline_main(argv)
+    assert list(record["stages"]) == ["ppo", "improve1", "improve2"]
+    assert all(stage["seconds"] > 0 for stage in record["stages"].values())
+    assert record["stages"]["improve2"]["summary"]["labelled_decisions"] == 40
+    final = run_dir / "final.pt"
+    load_policy(final)  # a policy for play and evaluation
+    assert final.read_bytes() == (run_dir / "improve2" / "fitted.pt").read_bytes()
+    # improve2 starts from improve1's result, improve1 from the PPO stage's best checkpoint.
+    planned = record["stages_planned"]
+    assert str(run_dir / "ppo" / "best.pt") in planned["improve1"]
+    assert str(run_dir / "improve1" / "fitted.pt") in planned["improve2"]
+
+    # Interrupt the last stage (its marker and one label chunk gone): --resume redoes only that.
+    (run_dir / "improve2" / "stage.json").unlink()
+    (run_dir / "improve2" / "labels_0001.npz").unlink()
+    kept = (run_dir / "improve2" / "labels_0000.npz").stat().st_mtime_ns
+    ppo_marker = (run_dir / "ppo" / "stage.json").read_text()
+    capsys.readouterr()
+    record = pipeline_main([*argv, "--resume"])
+    out = capsys.readouterr().out
+    assert "[1/3] ppo: finished before, skipped" in out and "[2/3] improve1: finished before, skipped" in out
+    assert "resuming: 1 of 2 label chunks" in out
+    assert (run_dir / "improve2" / "labels_0000.npz").stat().st_mtime_ns == kept
+    assert (run_dir / "ppo" / "stage.json").read_text() == ppo_marker
+    assert list(record["stages"]) == ["ppo", "improve1", "improve2"]
+    assert json.loads((run_dir / "pipeline.json").read_text())["final"] == str(final)
+
+    # Starting over in the same folder without --resume, or resuming with other budgets, is refused.
+    assert cli(argv) == 2
+    assert cli([*argv, "--resume", "--seed", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "add --resume" in err and "other arguments" in err
+
+
+@pytest.mark.parametrize("flag, value", [("--steps", "200000,0"), ("--steps", "many"), ("--workers", "0"),
+                                         ("--eval-matches", "-1")])
+def test_bad_budgets_are_refused_before_anything_is_written(tmp_path, flag, value, capsys):
+    assert cli(["--run-dir", str(tmp_path / "p"), flag, value]) == 2
+    assert flag in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()

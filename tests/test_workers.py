@@ -1,0 +1,92 @@
+"""``training.workers.run_jobs``, local path (the Ray path: tests/test_ray_cluster.py, integration)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from training import workers
+from training.workers import run_jobs
+
+HAS_RAY = importlib.util.find_spec("ray") is not None
+
+
+def slow_identity(job: tuple[int, float]) -> int:
+    value, delay = job
+    time.sleep(delay)
+    return value
+
+
+def fail_on_three(value: int) -> int:
+    if value == 3:
+        raise ValueError(f"bad job {value}")
+    return value * 10
+
+
+def test_results_come_in_job_order_whatever_order_the_jobs_finish_in():
+    ray_was_imported = "ray" in sys.modules
+    jobs = [(0, 0.6), (1, 0.0), (2, 0.3), (3, 0.0)]  # the first finishes last
+    results = run_jobs(slow_identity, jobs, workers=2, progress=False)
+    assert not isinstance(results, list)  # an iterator: the driver can save each result as it comes
+    assert list(results) == [0, 1, 2, 3]
+    assert ray_was_imported or "ray" not in sys.modules  # the local path never imports Ray
+    assert list(run_jobs(slow_identity, [], workers=2, progress=False)) == []
+    assert list(run_jobs(fail_on_three, iter([1, 2]), workers=5, progress=False)) == [10, 20]  # any iterable
+
+
+def test_an_exception_in_a_job_is_raised_by_the_iterator():
+    results = run_jobs(fail_on_three, [1, 2, 3, 4], workers=2, progress=False)
+    assert next(results) == 10
+    with pytest.raises(ValueError, match="bad job 3"):
+        list(results)
+
+
+def test_closing_the_iterator_early_stops_the_workers():
+    results = run_jobs(slow_identity, [(0, 0.0), (1, 5.0), (2, 5.0)], workers=2, progress=False)
+    began = time.monotonic()
+    assert next(results) == 0
+    results.close()  # terminates the pool instead of waiting for the 5 s jobs
+    assert time.monotonic() - began < 4
+
+
+@pytest.mark.parametrize("function, jobs, options, message", [
+    (slow_identity, [(1, 0)], {"workers": 0}, "workers must be an integer of at least 1, got 0"),
+    (slow_identity, [(1, 0)], {"workers": True}, "workers must be an integer"),
+    (slow_identity, [(1, 0)], {"workers": 1.5}, "workers must be an integer"),
+    (lambda job: job, [1], {"workers": 1}, "module-level function"),
+    ("slow_identity", [1], {"workers": 1}, "function must be callable"),
+    (slow_identity, 5, {"workers": 1}, "jobs must be an iterable"),
+    (slow_identity, "ab", {"workers": 1}, "jobs must be an iterable"),
+    (slow_identity, [(1, 0)], {"workers": 1, "ray_address": ""}, "ray_address must be None"),
+    (slow_identity, [(1, 0)], {"workers": 1, "ray_address": 6379}, "ray_address must be None"),
+])
+def test_bad_arguments_are_refused_at_the_call(function, jobs, options, message):
+    with pytest.raises(ValueError, match=message):
+        run_jobs(function, jobs, progress=False, **options)  # raised before the iterator is advanced
+
+
+@pytest.mark.skipif(HAS_RAY, reason="checks the message given where Ray is not installed")
+def test_a_ray_address_without_ray_names_the_extra_to_install(tmp_path: Path):
+    with pytest.raises(ImportError, match=r'ray_address=.local. needs Ray.*pip install "okgin\[rllib\]"'):
+        run_jobs(slow_identity, [(1, 0)], workers=1, ray_address="local")
+    from training.improve import main as improve_main
+
+    with pytest.raises(ImportError, match=r"okgin\[rllib\]"):
+        improve_main(["--ray-address", "10.0.0.1:6379", "--run-dir", str(tmp_path / "never"), "--no-progress"])
+    assert not (tmp_path / "never").exists()  # refused before anything was written
+
+
+def test_shipped_packages_are_named_as_they_are_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # Installed, the training folder is the package okgin_training: Ray workers must find it by that name.
+    pytest.importorskip("okgin_training")
+    monkeypatch.setattr(workers, "_SHIPPED_PACKAGES", ("okgin_env", "okgin_training", "training"))
+    directories = [Path(d) for d in workers._package_directories(tmp_path)]
+    assert [d.name for d in directories] == ["okgin_env", "okgin_training", "training"]
+    assert (directories[0] / "rules").is_dir() and (directories[2] / "improve.py").is_file()
+    assert directories[1].parent == tmp_path  # a copy, since the folder itself is called training/
+    assert (directories[1] / "improve.py").read_bytes() == (directories[2] / "improve.py").read_bytes()
+    assert not list(directories[1].rglob("__pycache__"))

@@ -1,0 +1,180 @@
+"""Batched decision labelling for ``training.improve``: the same labels, many rollouts at once.
+
+``training.improve.label_decisions`` labels one decision at a time: every legal action is tried
+on a copy of the true round state and the round is played out, the policy choosing for the
+learner one observation at a time (a forward pass of batch 1 for each of its decisions, about
+60 per labelled decision). ``label_decisions_batched`` computes exactly the same labels (same job
+tuple, same arrays) in two passes:
+
+1. **Collect.** The policy plays the job's matches against ``simple`` as before, drawing each
+   labelled decision's continuation seed from the job's generator at the same moment, and
+   keeps a copy of each labelled decision's round state instead of rolling it out there. The
+   main line never depends on the labels, so this is the same sequence of matches.
+2. **Roll out in lockstep.** Every (decision, action) pair becomes a rollout with its own
+   ``random.Random(seed)`` for the simple player's tie-breaks (as in the unbatched path). All
+   rollouts advance together: each one runs ``simple`` and forced moves until the learner has
+   a choice; then the observations of every waiting rollout go through the network in one
+   forward pass (``rollout_batch`` rows at most) and each takes its greedy action. A rollout's
+   moves depend only on its own state and generator, so the order in which rollouts advance
+   changes nothing.
+
+The one possible difference from the unbatched path is floating-point: a batched matrix product
+may round differently from a batch of one, which could flip a greedy choice between two actions
+whose logits tie to the last bits. ``tests/test_labelling.py`` checks that the labels are
+identical on fixed seeds; ``benchmarks/bench_labelling.py`` measures both paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from okgin_env.bots.simple import SimpleBot, simple_action_for_state
+from okgin_env.match_loop import play_match
+from okgin_env.observation import encode
+from okgin_env.rules.config import make_config
+from okgin_env.rules.round import Phase
+
+from .features import MAX_LEGAL_ACTIONS
+from .policy import encode_batch, encode_decision, load_checkpoint, load_policy
+
+DEFAULT_ROLLOUT_BATCH = 1024
+LABEL_KEYS = ("obs", "ctx", "feat", "ids", "legal", "q")
+
+
+def checkpoint_file(checkpoint: str | bytes) -> str:
+    """A path to the job's checkpoint: the path itself, or for the file's bytes (what a Ray job
+    carries to another node) a copy written once per process into the temporary folder."""
+    if isinstance(checkpoint, str):
+        return checkpoint
+    digest = hashlib.sha256(checkpoint).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"okgin-labelling-{os.getpid()}-{digest}.pt"
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(checkpoint)
+        partial.replace(path)
+    return str(path)
+
+
+def labelling_config(checkpoint: str, rules: str):
+    """The rules of a labelling job: the preset ``rules`` at the checkpoint's own player count
+    (a 3-player penalty policy labels 3-player tables: it against ``simple`` in the other seats)."""
+    return make_config(rules, num_players=load_checkpoint(checkpoint, rules=rules)["metadata"]["num_players"])
+
+
+class _Rollout:
+    """One action of one labelled decision, played out to the end of its round."""
+
+    __slots__ = ("state", "rng", "scores", "row", "column")
+
+    def __init__(self, state, seed: int, scores, row: int, column: int):
+        self.state, self.rng, self.scores, self.row, self.column = state, random.Random(seed), scores, row, column
+
+
+def _advance(rollout: _Rollout, learner: int) -> bool:
+    """Play ``simple`` and forced moves until the learner has a choice (True) or the round ends."""
+    state = rollout.state
+    while not state.is_over:
+        if state.current != learner:
+            state.apply_unchecked(simple_action_for_state(state, rollout.rng))
+            continue
+        legal = state.legal_actions()
+        if len(legal) > 1:
+            return True
+        state.apply_unchecked(legal[0])
+    return False
+
+
+def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int) -> None:
+    """Apply the network's greedy action in every rollout (one forward pass)."""
+    observations = np.stack([encode(r.state, r.scores, target, learner) for r in rollouts])
+    masks = np.stack([r.state.legal_mask() for r in rollouts])
+    (flat, context, features, ids, legal), actions = encode_batch(observations, masks, num_players)
+    width = max(len(a) for a in actions)
+    with torch.no_grad():
+        logits, _ = model(flat, context, features[:, :width], ids[:, :width], legal[:, :width])
+    for rollout, choice, legal_actions in zip(rollouts, torch.argmax(logits, dim=-1).tolist(), actions):
+        rollout.state.apply_unchecked(legal_actions[choice])
+
+
+def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, rollout_batch: int) -> None:
+    """Play every rollout to the end of its round; write the learner's round points into ``q[row, column]``."""
+    num_players, target = config.num_players, config.target_score
+    for begin in range(0, len(rollouts), rollout_batch):
+        waiting = rollouts[begin: begin + rollout_batch]
+        while waiting:
+            pending = []
+            for rollout in waiting:
+                if _advance(rollout, learner):
+                    pending.append(rollout)
+                else:
+                    q[rollout.row, rollout.column] = rollout.state.outcome.rewards[learner]
+            if not pending:
+                break
+            # Draw decisions have 2 legal actions, discards up to 22: one forward pass for each
+            # kind, the action rows cut to the widest legal set (padding rows only add -inf logits).
+            for group in (
+                [r for r in pending if r.state.phase is not Phase.DISCARD],
+                [r for r in pending if r.state.phase is Phase.DISCARD],
+            ):
+                if group:
+                    _act_greedy(model, group, learner, num_players, target)
+            waiting = pending
+
+
+def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int = DEFAULT_ROLLOUT_BATCH) -> dict[str, np.ndarray]:
+    """``training.improve.label_decisions`` (same job, same arrays), with batched rollouts."""
+    checkpoint, rules, seed, count = job
+    if rollout_batch < 1:
+        raise ValueError(f"rollout_batch must be at least 1, got {rollout_batch}")
+    checkpoint = checkpoint_file(checkpoint)
+    torch.set_num_threads(1)
+    config = labelling_config(checkpoint, rules)
+    policy = load_policy(checkpoint, rules=config)
+    num_players = config.num_players
+    rng = random.Random(seed)
+    opponent = SimpleBot()
+    opponent.rng = rng  # shared with the continuation seeds, as in the unbatched path
+    records: dict[str, list] = {k: [] for k in LABEL_KEYS if k != "q"}
+    # (learner seat, [rollouts]) per match: a rollout's learner is its match's learner seat.
+    rollouts_by_learner: dict[int, list[_Rollout]] = {}
+    learner = 0
+
+    def collect(match, seat: int, observation: dict[str, np.ndarray]) -> bool:
+        if len(records["obs"]) >= count:
+            return True
+        if seat != learner or np.count_nonzero(observation["action_mask"]) < 2:
+            return False
+        context, features, ids, legal_flags, actions = encode_decision(
+            observation["observation"], observation["action_mask"], num_players)
+        tie_seed = rng.getrandbits(32)
+        row = len(records["obs"])
+        scores = list(match.scores)
+        for column, action in enumerate(actions):
+            # Only stock reshuffles draw from a round's generator: without them a copy sharing it
+            # plays exactly as a clone and skips copying the generator (a third of the collection).
+            trial = match.round.clone() if config.reshuffle_stock else match.round.copy()
+            trial.apply_unchecked(action)
+            rollouts_by_learner.setdefault(learner, []).append(_Rollout(trial, tie_seed, scores, row, column))
+        for key, value in (("obs", observation["observation"]), ("ctx", context), ("feat", features),
+                           ("ids", ids), ("legal", legal_flags)):
+            records[key].append(value)
+        return False
+
+    game = 0
+    while len(records["obs"]) < count:
+        learner = game % num_players
+        policies = [policy if s == learner else opponent for s in range(num_players)]
+        play_match(config, policies, np.random.default_rng([seed, game]), on_decision=collect)
+        game += 1
+
+    q = np.zeros((len(records["obs"]), MAX_LEGAL_ACTIONS), dtype=np.float32)
+    for seat, rollouts in rollouts_by_learner.items():
+        roll_out(policy.model, rollouts, seat, config, q, rollout_batch)
+    return {**{k: np.stack(v) for k, v in records.items()}, "q": q}

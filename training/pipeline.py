@@ -1,0 +1,200 @@
+"""The shipped classic policy end to end, in one command: ``python -m training.pipeline``.
+
+Read top to bottom: arguments, the stages, ``main``. Every stage is an existing command run
+with the arguments below, in a folder of its own under ``--run-dir`` (default ``runs/pipeline``):
+
+1. ``ppo`` (``training.train``): imitation of ``simple``, then PPO against it;
+   its ``best.pt`` (the best evaluation against ``simple``) goes on.
+2. ``improve1`` (``training.improve``): decisions labelled by rollouts with the PPO policy
+   (the first number of ``--steps``), then a regression of its scores onto the labels.
+3. ``improve2``, ...: the same from the previous step's policy, one stage per number of ``--steps``.
+
+The last stage's ``fitted.pt`` is copied to ``RUN_DIR/final.pt``. ``RUN_DIR/pipeline.json`` holds
+every finished stage's wall time and results, and each stage's own files stay in its folder
+(``progress.csv``, ``summary.json``, TensorBoard logs, label chunks).
+
+**Resuming.** ``--resume`` skips the stages that finished (``RUN_DIR/STAGE/stage.json``) and
+resumes the one that was interrupted: PPO from its ``last.pt``, labelling from the label
+chunks already written (``training.improve --resume``; the same seeds give the same labels).
+The stages' arguments are stored in ``pipeline.json``; resuming with other ones is refused.
+
+**Scaling out.** ``--ray-address`` runs the labelling jobs on a Ray cluster
+(``training.workers``); PPO runs here.
+
+Defaults are the shipped recipe (``checkpoints/okgin_classic.pt``; see the README's model card):
+PPO for 3M decisions, then improvement steps of 200,000 and 300,000 labelled decisions.
+``--quick`` shrinks every budget to a smoke test of a few minutes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cli import parse_dataclass_args
+
+PROG = "python -m training.pipeline"
+DEFAULT_STEPS = "200000,300000"
+
+
+@dataclass
+class Args:
+    run_dir: str = field(default="runs/pipeline", metadata={"help": "one folder per stage, final.pt and pipeline.json"})
+    seed: int = field(default=1, metadata={"help": "seed of the PPO stage; improvement step k uses seed + 9 + k"})
+    ppo_decisions: int = field(default=3_000_000, metadata={"help": "learner decisions of the PPO stage"})
+    steps: str = field(default=DEFAULT_STEPS, metadata={
+        "help": "decisions labelled in each improvement step, comma-separated (one stage per number)"})
+    eval_matches: int = field(default=1000, metadata={
+        "help": "mirrored matches against simple for the start and the fitted policy of each step"})
+    workers: int = field(default=2, metadata={"help": "labelling and evaluation processes (or Ray CPUs with --ray-address local)"})
+    ray_address: str = field(default="", metadata={"help": "label on this Ray cluster (see training.workers); empty: local processes"})
+    quick: bool = field(default=False, metadata={"help": "tiny budgets everywhere (a smoke test of the whole pipeline)"})
+    resume: bool = field(default=False, metadata={"help": "skip finished stages and resume the interrupted one"})
+    progress: bool = field(default=True, metadata={"help": "show progress bars"})
+
+
+QUICK = {"ppo_decisions": 2_048, "steps": "40,40", "eval_matches": 0}
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    args = parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
+    if args.quick:
+        args = dataclasses.replace(args, **QUICK)
+    for name in ("ppo_decisions", "workers"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    step_decisions(args.steps)
+    if args.eval_matches < 0:
+        raise ValueError(f"--eval-matches must be at least 0, got {args.eval_matches}")
+    return args
+
+
+# ----------------------------------------------------------------------------- the stages
+
+
+def step_decisions(text: str) -> list[int]:
+    """``"200000,300000"`` -> ``[200000, 300000]``; a clear ``ValueError`` otherwise."""
+    try:
+        steps = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--steps {text!r}: give decisions per improvement step as integers, e.g. {DEFAULT_STEPS}") from None
+    if not steps or min(steps) < 1:
+        raise ValueError(f"--steps {text!r}: every step needs at least 1 decision, e.g. {DEFAULT_STEPS}")
+    return steps
+
+
+def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each stage's module and argument list (what ``pipeline.json`` records)."""
+    flags = [] if args.progress else ["--no-progress"]
+    ppo = ["--run-dir", str(root / "ppo"), "--seed", str(args.seed), "--total-decisions", str(args.ppo_decisions)]
+    if args.quick:  # small tables and rollouts, one quick evaluation
+        ppo += ["--num-tables", "16", "--rollout-length", "32", "--bc-updates", "2", "--eval-every", "2",
+                "--eval-matches", "4"]
+    commands = {"ppo": ("training.train", ppo + flags)}
+    start = root / "ppo" / "best.pt"
+    for step, decisions in enumerate(step_decisions(args.steps), 1):
+        seed = args.seed + 9 + step
+        run_dir = root / f"improve{step}"
+        improve = ["--init-from", str(start), "--run-dir", str(run_dir), "--seed", str(seed),
+                   "--decisions", str(decisions), "--workers", str(args.workers),
+                   "--eval-matches", str(args.eval_matches)]
+        if args.quick:
+            improve += ["--chunk", "20", "--epochs", "1"]
+        if args.ray_address:
+            improve += ["--ray-address", args.ray_address]
+        commands[f"improve{step}"] = ("training.improve", improve + flags)
+        start = run_dir / "fitted.pt"
+    return commands
+
+
+def run_stage(module: str, argv: list[str], resume: bool) -> dict:
+    """Run one stage in this process; its summary dict. A stopped PPO stage raises ``StageStopped``."""
+    if module == "training.train":
+        from . import train
+
+        summary = train.main(argv + (["--resume"] if resume else []))
+        if summary["stopped_by"]:
+            raise StageStopped(summary["stopped_by"])
+        if summary["files"]["best"] is None:
+            raise RuntimeError("the PPO stage finished without an evaluated checkpoint (best.pt); "
+                               "give it more decisions (--ppo-decisions)")
+        return summary
+    from . import improve
+
+    return improve.main(argv + (["--resume"] if resume else []))
+
+
+class StageStopped(Exception):
+    """A stage stopped on a signal; ``--resume`` continues it."""
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    root = Path(args.run_dir)
+    record_path = root / "pipeline.json"
+    commands = stage_commands(args, root)
+    planned = {name: [module, *stage_argv] for name, (module, stage_argv) in commands.items()}
+    if record_path.exists() and not args.resume:
+        raise ValueError(f"{record_path} exists: add --resume to continue that pipeline, or give another --run-dir")
+    if args.resume and record_path.exists():
+        record = json.loads(record_path.read_text())
+        if record["stages_planned"] != planned:
+            raise ValueError(f"--resume with other arguments than {record_path} was started with; "
+                             f"it ran: {json.dumps(record['stages_planned'])}")
+    else:
+        root.mkdir(parents=True, exist_ok=True)
+        record = {"command": f"{PROG} {' '.join(argv if argv is not None else sys.argv[1:])}".strip(),
+                  "args": dataclasses.asdict(args), "stages_planned": planned, "stages": {}}
+    began = time.time()
+    for number, (name, (module, stage_argv)) in enumerate(commands.items(), 1):
+        marker = root / name / "stage.json"
+        if marker.exists():
+            print(f"[{number}/{len(commands)}] {name}: finished before, skipped", flush=True)
+            continue
+        print(f"[{number}/{len(commands)}] {name}: python -m {module} {' '.join(stage_argv)}", flush=True)
+        start = time.time()
+        summary = run_stage(module, stage_argv, resume=args.resume and (root / name).exists())
+        seconds = time.time() - start
+        result = {"module": module, "seconds": round(seconds, 1), "summary": summary}
+        marker.write_text(json.dumps(result, indent=2, default=str))
+        record["stages"][name] = result
+        record_path.write_text(json.dumps(record, indent=2, default=str))
+        print(f"[{number}/{len(commands)}] {name}: done in {seconds / 60:.1f} min", flush=True)
+    for name in commands:  # stages finished in an earlier run
+        if name not in record["stages"]:
+            record["stages"][name] = json.loads((root / name / "stage.json").read_text())
+    final = root / "final.pt"
+    shutil.copyfile(root / list(commands)[-1] / "fitted.pt", final)
+    record["final"] = str(final)
+    record["seconds_total"] = round(sum(stage["seconds"] for stage in record["stages"].values()), 1)
+    record_path.write_text(json.dumps(record, indent=2, default=str))
+    print(f"pipeline finished: {final} ({record['seconds_total'] / 60:.1f} min over all stages; "
+          f"this run {(time.time() - began) / 60:.1f} min); {record_path}", flush=True)
+    return record
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m training.pipeline``: exit 2 with a message on bad arguments, 130 when stopped."""
+    try:
+        main(argv)
+    except ValueError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except (StageStopped, KeyboardInterrupt) as stop:
+        print(f"{PROG}: stopped ({stop or 'interrupted'}); continue with: {PROG} --resume "
+              f"{' '.join(a for a in (argv if argv is not None else sys.argv[1:]) if a != '--resume')}",
+              file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
