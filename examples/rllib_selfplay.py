@@ -1,17 +1,32 @@
-"""RLlib on Ray: multi-agent self-play PPO on the PettingZoo env, several env runners.
+"""RLlib on Ray: multi-agent PPO on the PettingZoo env, against the simple bot or in self-play, several env runners.
 
-The AEC env goes through RLlib's ``PettingZooEnv`` wrapper (a ``MultiAgentEnv``); both seats map
-to one shared policy (``"shared"``: self-play with parameter sharing, the observation says which
-seat plays). The policy is ``MaskedPPOModule``, a PPO ``RLModule`` of RLlib's new API stack that
-builds its networks on the ``"observation"`` part of the env's dict observation and adds
-``-inf`` (``FLOAT_MIN``) to the logits of the actions that ``"action_mask"`` forbids, in
-exploration, inference and training, so that no illegal action is ever sampled.
+The AEC env goes through RLlib's ``PettingZooEnv`` wrapper (a ``MultiAgentEnv``). The learned
+policy is ``"shared"``; who holds the other seat is ``--opponent``:
+
+* ``simple`` (the default): RLlib's heuristic-opponent pattern. The other seat maps to the
+  policy ``"simple"``, a non-trainable ``SimpleBotModule`` (an ``RLModule`` whose forward passes
+  return ``make_bot("simple")``'s moves as the actions); ``policy_mapping_fn`` gives the learner
+  seat 0 in half of the episodes and seat 1 in the others (by the episode's id), and
+  ``policies_to_train=["shared"]``.
+* ``self``: both seats map to ``"shared"`` (self-play with parameter sharing; the observation
+  says which seat plays).
+
+``MaskedPPOModule`` is a PPO ``RLModule`` of RLlib's new API stack (``TorchRLModule`` with the
+``ValueFunctionAPI``) whose policy and value networks are the ``PerCardNet`` of
+``examples/_percard.py`` (``--network percard``, the default: one small network shared by the 52
+cards; ``--network mlp``: two layers over the flat array), read from the ``"observation"`` part
+of the env's dict observation; it adds ``FLOAT_MIN`` to the logits of the actions that
+``"action_mask"`` forbids, in exploration, inference and training, so that no illegal action is
+ever sampled. With ``--observation features`` (the default) the env appends the solver features
+of ``okgin_env.features`` to the card planes; ``--observation cards`` trains on the planes alone.
+The reward is the round's points (``--reward points``, scaled by 1/25 by ``RewardScale``),
+undiscounted.
 
 Sampling runs in ``--num-env-runners`` Ray actors (default 2) on a local Ray instance. The same
 script runs on an existing Ray cluster when given its address; nothing else changes:
 
     # one machine: a local Ray instance with 2 env runners
-    python examples/rllib_selfplay.py --iterations 20
+    python examples/rllib_selfplay.py --eval-rounds 1000 --eval-matches 200 --results runs/rllib/results.json
     # a cluster: `ray start --head` on one node, `ray start --address=HEAD_IP:6379` on the others
     # (each with this project's `.[rllib]` installed), then on any node of it:
     python examples/rllib_selfplay.py --address auto --num-env-runners 32
@@ -24,8 +39,9 @@ on token authentication: give the driver the cluster's token (``RAY_AUTH_TOKEN``
 ``RAY_AUTH_MODE=disabled ray start --head``. Tested here against a ``ray start --head`` cluster
 on this machine (``--address 127.0.0.1:6390``).
 
-The shaped reward (``--shaping``, default 1.0; see ``DeadwoodShaping``) is what lets self-play
-learn anything in a short budget: two untrained players draw almost every round.
+The shaped reward (``--shaping``, default 1.0 with ``--opponent self`` and 0 against simple; see
+``DeadwoodShaping``) is what lets self-play learn anything in a short budget: two untrained
+players draw almost every round.
 
 ``MaskAudit`` (an RLlib callback) runs on every env runner after each sample and checks, for every
 agent step in the sampled episodes (what goes to the learner), that the action taken is allowed
@@ -48,17 +64,26 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEFAULT_ENV_OPTIONS, Stopwatch, evaluation, machine_note, write_results  # noqa: E402
+import _percard  # noqa: E402
+from _percard import NETWORKS, as_model_input, make_network  # noqa: E402
+from _versus_simple import evaluate_vs_simple  # noqa: E402
 
 import okgin_env  # noqa: E402
+from okgin_env.observation import OBSERVATIONS, check_observation  # noqa: E402
 from pettingzoo.utils.wrappers import BaseWrapper  # noqa: E402
 
-from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule  # noqa: E402
 from ray.rllib.callbacks.callbacks import RLlibCallback  # noqa: E402
 from ray.rllib.core.columns import Columns  # noqa: E402
+from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI  # noqa: E402
+from ray.rllib.core.rl_module.rl_module import RLModule  # noqa: E402
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule  # noqa: E402
 from ray.rllib.utils.torch_utils import FLOAT_MIN  # noqa: E402
 
 POLICY = "shared"
+BOT_POLICY = "simple"
+OPPONENTS = ("simple", "self")
 ENV_NAME = "okgin_pettingzoo"
+OBSERVATION_DEFAULT = "features"
 
 
 # --------------------------------------------------------------------------- worker-side code
@@ -100,59 +125,102 @@ class DeadwoodShaping(BaseWrapper):
             self._last[agent] = now
 
 
+class RewardScale(BaseWrapper):
+    """Multiplies the reward that ``last()`` reports (what RLlib's wrapper reads) by ``scale``."""
+
+    def __init__(self, env, scale: float):
+        super().__init__(env)
+        self.scale = scale
+
+    def last(self, observe: bool = True):
+        observation, reward, terminated, truncated, info = super().last(observe)
+        return observation, reward * self.scale, terminated, truncated, info
+
+
 def make_env(env_config: dict[str, Any]):
     """The env creator registered with Ray: okgin's AEC env in RLlib's PettingZoo wrapper."""
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
     options = dict(env_config)
     shaping = float(options.pop("shaping", 0.0))
+    scale = float(options.pop("reward_scale", 1.0))
     env = okgin_env.env(**options)
     if shaping:
         env = DeadwoodShaping(env, shaping)
+    if scale != 1.0:
+        env = RewardScale(env, scale)
     return PettingZooEnv(env)
 
 
-class MaskedPPOModule(DefaultPPOTorchRLModule):
-    """PPO's default torch module on the ``"observation"`` part, logits masked by ``"action_mask"``."""
+def _split(batch: dict[str, Any]) -> tuple[Any, Any]:
+    """The (flat observation, action mask) of a batch of okgin's dict observations."""
+    observation = batch[Columns.OBS]
+    if not isinstance(observation, dict):
+        raise ValueError("okgin's RLModules need dict observations with 'observation' and 'action_mask'")
+    return observation["observation"], observation["action_mask"]
 
-    def __init__(self, *, observation_space=None, action_space=None, **kwargs):
-        # The default encoder, policy and value heads are built for the flat observation only.
-        self.dict_observation_space = observation_space
-        super().__init__(observation_space=observation_space["observation"], action_space=action_space, **kwargs)
+
+class MaskedPPOModule(TorchRLModule, ValueFunctionAPI):
+    """PPO's module: ``_percard`` policy and value networks on ``"observation"``, logits masked by ``"action_mask"``.
+
+    ``model_config``: ``network`` (``"percard"`` or ``"mlp"``), ``observation`` (the env option
+    the networks read), ``hidden`` (units per layer).
+    """
 
     def setup(self):
-        super().setup()
-        # What the env (and the connectors) see is the dict space.
-        self.observation_space = self.dict_observation_space
-
-    @staticmethod
-    def _split(batch: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        observation = batch[Columns.OBS]
-        if not isinstance(observation, dict):
-            raise ValueError("MaskedPPOModule needs dict observations with 'observation' and 'action_mask'")
-        inner = dict(batch)
-        inner[Columns.OBS] = observation["observation"]
-        return observation["action_mask"], inner
-
-    @staticmethod
-    def _mask(output: dict[str, Any], action_mask: Any) -> dict[str, Any]:
-        logits = output[Columns.ACTION_DIST_INPUTS]
-        allowed = action_mask.to(dtype=torch_bool()).to(logits.device)
-        output[Columns.ACTION_DIST_INPUTS] = logits.masked_fill(~allowed, FLOAT_MIN)
-        return output
+        config = self.model_config or {}
+        network = config.get("network", "percard")
+        observation = config.get("observation", OBSERVATION_DEFAULT)
+        hidden = int(config.get("hidden", 64))
+        self.pi = make_network(network, observation, "logits", hidden)
+        self.vf = make_network(network, observation, "value", hidden)
 
     def _forward(self, batch, **kwargs):
-        action_mask, inner = self._split(batch)
-        return self._mask(super()._forward(inner, **kwargs), action_mask)
+        values, action_mask = _split(batch)
+        logits = self.pi(values)
+        allowed = action_mask.to(dtype=torch_bool()).to(logits.device)
+        return {Columns.ACTION_DIST_INPUTS: logits.masked_fill(~allowed, FLOAT_MIN)}
 
     def _forward_train(self, batch, **kwargs):
-        action_mask, inner = self._split(batch)
-        return self._mask(super()._forward_train(inner, **kwargs), action_mask)
+        return self._forward(batch, **kwargs)
 
     def compute_values(self, batch, embeddings=None):
-        if isinstance(batch[Columns.OBS], dict):
-            _, batch = self._split(batch)
-        return super().compute_values(batch, embeddings)
+        values, _ = _split(batch)
+        return self.vf(values).squeeze(-1)
+
+
+class SimpleBotModule(RLModule):
+    """The simple bot as a non-trainable RLModule: its moves are the actions (RLlib samples nothing)."""
+
+    def setup(self):
+        from okgin_env.bots import make_bot
+
+        self.bot = make_bot("simple", seed=int((self.model_config or {}).get("seed", 0)))
+
+    def _forward(self, batch, **kwargs):
+        values, masks = _split(batch)
+        values, masks = np.asarray(values), np.asarray(masks)
+        actions = [self.bot.act({"observation": v, "action_mask": m.astype(np.int8)}) for v, m in zip(values, masks)]
+        return {Columns.ACTIONS: np.asarray(actions, dtype=np.int64)}
+
+    def _forward_train(self, batch, **kwargs):
+        raise NotImplementedError("SimpleBotModule does not train: keep it out of policies_to_train")
+
+
+def learner_seat_of(episode: Any) -> int:
+    """The seat the learned policy holds in this episode: 0 or 1, half the episodes each (by its id)."""
+    import zlib
+
+    return zlib.crc32(str(episode.id_).encode()) % 2
+
+
+def map_versus_simple(agent_id: str, episode: Any, **kwargs: Any) -> str:
+    seat = int(agent_id.rsplit("_", 1)[1])
+    return POLICY if seat == learner_seat_of(episode) else BOT_POLICY
+
+
+def map_self_play(agent_id: str, episode: Any, **kwargs: Any) -> str:
+    return POLICY
 
 
 def torch_bool():
@@ -195,17 +263,19 @@ class MaskAudit(RLlibCallback):
 
 
 class RLlibPolicy:
-    """The trained shared module as a docs/api.md policy: ``act(observation_dict) -> int``."""
+    """The trained shared module as a docs/api.md policy: ``act(observation_dict) -> int`` (greedy)."""
 
-    def __init__(self, module: Any):
+    def __init__(self, module: Any, observation: str = OBSERVATION_DEFAULT):
         self.module = module
+        self.observation = observation
 
     def act(self, observation: dict[str, np.ndarray]) -> int:
         import torch
 
+        # okgin_env.evaluate hands every policy card-layout observations: add the features if trained on them.
         batch = {
             Columns.OBS: {
-                "observation": torch.as_tensor(observation["observation"][None]),
+                "observation": torch.as_tensor(as_model_input(observation, self.observation)[None]),
                 "action_mask": torch.as_tensor(observation["action_mask"][None]),
             }
         }
@@ -217,33 +287,50 @@ class RLlibPolicy:
 def build_config(
     num_env_runners: int = 2,
     envs_per_runner: int = 1,
-    rollout_fragment_length: int = 250,
-    train_batch: int = 2000,
-    minibatch: int = 250,
-    epochs: int = 4,
-    lr: float = 3e-4,
-    reward: str = "win",
-    shaping: float = 1.0,
+    rollout_fragment_length: int = 256,
+    train_batch: int = 2048,
+    minibatch: int = 256,
+    epochs: int = 6,
+    lr: float = 1e-3,
+    gamma: float = 1.0,
+    entropy: float = 0.01,
+    network: str = "percard",
+    hidden: int = 64,
+    observation: str = OBSERVATION_DEFAULT,
+    opponent: str = "simple",
+    reward: str = "points",
+    shaping: float = 0.0,
     seed: int = 0,
 ):
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    env_config = {**DEFAULT_ENV_OPTIONS, "reward": reward, "shaping": shaping}
+    check_observation(observation)
+    if opponent not in OPPONENTS:
+        raise ValueError(f"opponent={opponent!r}; allowed: {', '.join(OPPONENTS)}")
+    env_config = {
+        **DEFAULT_ENV_OPTIONS, "reward": reward, "observation": observation, "shaping": shaping,
+        # Points rewards reach +-100 or so; 1/25 keeps the value targets near unit scale.
+        "reward_scale": 1 / 25 if reward == "points" else 1.0,
+    }
+    specs = {
+        POLICY: RLModuleSpec(
+            module_class=MaskedPPOModule, model_config={"network": network, "observation": observation, "hidden": hidden}
+        )
+    }
+    if opponent == "simple":
+        specs[BOT_POLICY] = RLModuleSpec(module_class=SimpleBotModule, model_config={"seed": seed + 1})
+        multi_agent = {"policies": {POLICY, BOT_POLICY}, "policy_mapping_fn": map_versus_simple, "policies_to_train": [POLICY]}
+    else:
+        multi_agent = {"policies": {POLICY}, "policy_mapping_fn": map_self_play}
     return (
         PPOConfig()
         # RLlib's env pre-check steps the env once with an unmasked random action, which okgin
         # rightly rejects (ValueError naming the legal actions); the check is switched off.
         .environment(ENV_NAME, env_config=env_config, disable_env_checking=True)
-        .multi_agent(policies={POLICY}, policy_mapping_fn=lambda agent_id, episode, **kwargs: POLICY)
-        .rl_module(
-            rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={
-                    POLICY: RLModuleSpec(module_class=MaskedPPOModule, model_config={"fcnet_hiddens": [256, 256]})
-                }
-            )
-        )
+        .multi_agent(**multi_agent)
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .env_runners(
             num_env_runners=num_env_runners,
             num_envs_per_env_runner=envs_per_runner,
@@ -256,9 +343,13 @@ def build_config(
             minibatch_size=minibatch,
             num_epochs=epochs,
             lr=lr,
-            gamma=0.99,
-            entropy_coeff=0.01,
+            # One round per episode, rewarded at its end: no discount (the TorchRL example's setting).
+            gamma=gamma,
+            lambda_=0.95,
+            entropy_coeff=entropy,
             vf_loss_coeff=0.5,
+            use_kl_loss=False,
+            grad_clip=1.0,
         )
         .callbacks(MaskAudit)
         .debugging(seed=seed)
@@ -274,29 +365,52 @@ def _get(result: dict[str, Any], *path: str, default: Any = None) -> Any:
 
 
 def train(
-    iterations: int = 20,
+    iterations: int = 100,
     num_env_runners: int = 2,
     envs_per_runner: int = 1,
-    train_batch: int = 2000,
-    minibatch: int = 250,
-    epochs: int = 4,
-    reward: str = "win",
-    shaping: float = 1.0,
+    train_batch: int = 2048,
+    minibatch: int = 256,
+    epochs: int = 6,
+    lr: float = 1e-3,
+    gamma: float = 1.0,
+    entropy: float = 0.01,
+    network: str = "percard",
+    hidden: int = 64,
+    observation: str = OBSERVATION_DEFAULT,
+    opponent: str = "simple",
+    reward: str = "points",
+    shaping: float | None = None,
     address: str | None = None,
     seed: int = 0,
     out: str | Path = "runs/rllib_selfplay",
     eval_rounds: int = 200,
+    eval_matches: int = 0,
     shutdown: bool = True,
 ) -> dict[str, Any]:
-    """Start or join Ray, train ``iterations`` PPO iterations, save, reload, evaluate."""
+    """Start or join Ray, train ``iterations`` PPO iterations, save, reload, evaluate.
+
+    ``shaping=None``: 1.0 in self-play, 0 against simple (see ``DeadwoodShaping``)."""
     import ray
     import ray.cloudpickle
     from ray.tune.registry import register_env
 
+    check_observation(observation)
+    if opponent not in OPPONENTS:
+        raise ValueError(f"opponent={opponent!r}; allowed: {', '.join(OPPONENTS)}")
+    if shaping is None:
+        shaping = 1.0 if opponent == "self" else 0.0
+    observation_kind = observation
+    import torch
+
+    # The driver's own forward passes (the evaluation) are one decision at a time: more torch
+    # threads only contend for the cores (the other examples do the same).
+    torch.set_num_threads(1)
     this_module = sys.modules[__name__]
     if __name__ != "__main__":
         # Imported (by the test, say): ship this module's classes by value, as for a script.
         ray.cloudpickle.register_pickle_by_value(this_module)
+    # The shared network module sits next to this script, not on the workers' path.
+    ray.cloudpickle.register_pickle_by_value(_percard)
 
     runtime_env: dict[str, Any] = {"env_vars": {"PYTHONWARNINGS": "ignore::DeprecationWarning"}}
     if address:
@@ -322,6 +436,13 @@ def train(
             train_batch=train_batch,
             minibatch=minibatch,
             epochs=epochs,
+            lr=lr,
+            gamma=gamma,
+            entropy=entropy,
+            network=network,
+            hidden=hidden,
+            observation=observation,
+            opponent=opponent,
             reward=reward,
             shaping=shaping,
             seed=seed,
@@ -337,13 +458,15 @@ def train(
                 {
                     "env_steps": steps_now,
                     "episode_return_mean": _get(result, "env_runners", "episode_return_mean"),
+                    # The learned policy's own mean return per round (points / 25 with reward="points").
+                    "learner_return_mean": _get(result, "env_runners", "module_episode_returns_mean", POLICY),
                     "episode_len_mean": _get(result, "env_runners", "episode_len_mean"),
                 }
             )
             sampled = steps_now
             print(
                 f"iteration {len(history)}/{iterations}: {int(steps_now)} env steps, "
-                f"{clock.seconds():.0f} s, episode return mean {history[-1]['episode_return_mean']}",
+                f"{clock.seconds():.0f} s, learner return mean {history[-1]['learner_return_mean']}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -358,8 +481,8 @@ def train(
         module = algo.get_module(POLICY)
         probe = okgin_env.env(**DEFAULT_ENV_OPTIONS)
         probe.reset(seed=seed + 999)
-        observation = probe.observe(probe.agent_selection)
-        action = RLlibPolicy(module).act(observation)
+        sample = probe.observe(probe.agent_selection)
+        action = RLlibPolicy(module, observation_kind).act(sample)
         algo.stop()
 
         # Reload only the policy from the checkpoint (no env runners needed for that).
@@ -367,13 +490,17 @@ def train(
 
         module_path = os.path.join(checkpoint, "learner_group", "learner", "rl_module", POLICY)
         reloaded = RLModule.from_checkpoint(module_path)
-        if RLlibPolicy(reloaded).act(observation) != action:
+        if RLlibPolicy(reloaded, observation_kind).act(sample) != action:
             raise AssertionError("reloaded module acts differently")
 
-        policy = RLlibPolicy(reloaded)
+        policy = RLlibPolicy(reloaded, observation_kind)
         results: dict[str, Any] = {
-            "framework": "RLlib PPO (new API stack), PettingZooEnv, shared-policy self-play",
+            "framework": f"RLlib {ray.__version__} PPO (new API stack), PettingZooEnv, "
+            + ("shared-policy self-play" if opponent == "self" else "against a SimpleBotModule"),
             "machine": machine_note(),
+            "observation": observation_kind,
+            "network": network,
+            "opponent_in_training": opponent,
             "ray_address": address or "local",
             "num_env_runners": num_env_runners,
             "envs_per_runner": envs_per_runner,
@@ -388,6 +515,7 @@ def train(
             "history": history,
             "checkpoint": str(checkpoint),
             **evaluation(policy, eval_rounds),
+            **evaluate_vs_simple(policy, eval_rounds, eval_matches),
         }
         results["_objects"] = {"module": reloaded}
         return results
@@ -398,38 +526,42 @@ def train(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=20, help="PPO training iterations")
+    parser.add_argument("--iterations", type=int, default=100, help="PPO training iterations")
     parser.add_argument("--num-env-runners", type=int, default=2)
     parser.add_argument("--envs-per-runner", type=int, default=1)
-    parser.add_argument("--train-batch", type=int, default=2000, help="env steps per iteration")
-    parser.add_argument("--minibatch", type=int, default=250)
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--reward", default="win", choices=["points", "win"])
-    parser.add_argument("--shaping", type=float, default=1.0, help="deadwood shaping coefficient (0: off)")
+    parser.add_argument("--train-batch", type=int, default=2048, help="env steps (both seats) per iteration")
+    parser.add_argument("--minibatch", type=int, default=256)
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--gamma", type=float, default=1.0, help="discount per decision")
+    parser.add_argument("--entropy", type=float, default=0.01, help="entropy bonus coefficient")
+    parser.add_argument("--network", default="percard", choices=NETWORKS,
+                        help="percard: one small network shared by the 52 cards; mlp: two layers over the flat array")
+    parser.add_argument("--hidden", type=int, default=64, help="units per hidden layer")
+    parser.add_argument("--observation", default=OBSERVATION_DEFAULT, choices=OBSERVATIONS,
+                        help="card planes alone, or with the solver features appended")
+    parser.add_argument("--opponent", default="simple", choices=OPPONENTS,
+                        help="simple: the other seat is the simple bot (a non-trainable RLModule); self: self-play")
+    parser.add_argument("--reward", default="points", choices=["points", "win"],
+                        help="points: the round's score (scaled by 1/25); win: +1/-1 for the round's winner/loser")
+    parser.add_argument("--shaping", type=float, default=None,
+                        help="deadwood shaping coefficient (0: off; default 1.0 with --opponent self, else 0)")
     parser.add_argument(
         "--address",
         default=os.environ.get("OKGIN_RAY_ADDRESS"),
         help="an existing Ray cluster ('auto' or 'HOST:6379'); default: start a local instance",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--eval-rounds", type=int, default=200)
+    parser.add_argument("--eval-rounds", type=int, default=200, help="rounds per evaluation")
+    parser.add_argument("--eval-matches", type=int, default=0, help="whole matches against simple through okgin_env.evaluate")
     parser.add_argument("--out", default="runs/rllib_selfplay")
     parser.add_argument("--results", default=None, help="also write the JSON summary here")
     args = parser.parse_args(argv)
-    results = train(
-        iterations=args.iterations,
-        num_env_runners=args.num_env_runners,
-        envs_per_runner=args.envs_per_runner,
-        train_batch=args.train_batch,
-        minibatch=args.minibatch,
-        epochs=args.epochs,
-        reward=args.reward,
-        shaping=args.shaping,
-        address=args.address,
-        seed=args.seed,
-        out=args.out,
-        eval_rounds=args.eval_rounds,
-    )
+    if args.iterations < 1 or args.num_env_runners < 0 or args.train_batch < 2 or args.eval_rounds < 1 or args.eval_matches < 0:
+        parser.error("--iterations and --eval-rounds must be at least 1, --num-env-runners at least 0, "
+                     "--train-batch at least 2, --eval-matches at least 0")  # exits 2 with the usage line
+    settings = {key: value for key, value in vars(args).items() if key != "results"}
+    results = train(**settings)
     results.pop("_objects")
     write_results(args.results, results)
 

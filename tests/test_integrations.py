@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import okgin_env
+from okgin_env.observation import layout_for
 
 pytestmark = pytest.mark.integration
 
@@ -65,16 +66,23 @@ def check_eval(results: dict) -> None:
 def test_sb3_maskable_ppo(tmp_path):
     pytest.importorskip("sb3_contrib")
     import torch
+    from okgin_env.features import with_features
 
     example = load_example("sb3_maskable_ppo")
     n_envs, n_steps = 2, 128
     results = example.train(
-        timesteps=2 * n_envs * n_steps, n_envs=n_envs, n_steps=n_steps, eval_rounds=4, keep_masks=n_steps, out=tmp_path
+        timesteps=2 * n_envs * n_steps, n_envs=n_envs, n_steps=n_steps, eval_rounds=4, eval_matches=2, keep_masks=n_steps,
+        out=tmp_path,
     )
     check_eval(results)
+    assert results["observation"] == "features" and results["network"] == "percard"
+    check_vs_simple(results)
     assert (tmp_path / "maskable_ppo_okgin.zip").is_file()
     objects = results["_objects"]
     model, envs = objects["model"], objects["envs"]
+    # The per-card networks are the policy: SB3's own linear heads are identities.
+    assert isinstance(model.policy.action_net, torch.nn.Identity) and isinstance(model.policy.value_net, torch.nn.Identity)
+    assert type(objects["reloaded"].policy.mlp_extractor.policy_net).__name__ == "PerCardNet"
 
     # The masks in MaskablePPO's rollout buffer are exactly those the envs handed out, in order
     # (after training the buffer is flattened env-major), and every stored action is inside its mask.
@@ -85,42 +93,115 @@ def test_sb3_maskable_ppo(tmp_path):
         given = np.stack(env.history[-n_steps:]).astype(np.float32)
         np.testing.assert_array_equal(stored_masks[i], given)
         assert given[np.arange(n_steps), stored_actions[i]].all()
+    assert buffer.observations.shape[-1] == layout_for(2, "features").size  # the feature observations
 
-    # The trained policy puts no probability outside the mask, for the trained and the reloaded model.
+    # The trained policy puts no probability outside the mask, for the trained and the reloaded
+    # model (on the feature observations the env gives), and acts legally on card observations
+    # (what okgin_env.evaluate gives), also when one action alone is legal.
     observations = real_observations(40)
-    obs = torch.as_tensor(np.stack([o["observation"] for o in observations]))
+    obs = torch.as_tensor(np.stack([with_features(o["observation"], o["action_mask"]) for o in observations]))
     masks = np.stack([o["action_mask"] for o in observations]).astype(bool)
     for policy_model in (model, objects["reloaded"]):
         with torch.no_grad():
             probs = policy_model.policy.get_distribution(obs, action_masks=masks).distribution.probs.numpy()
         assert np.all(probs[~masks] < 1e-6)
         np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+        policy = example.SB3Policy(policy_model, "features")
+        for observation in observations:
+            assert observation["action_mask"][policy.act(observation)] == 1
+            only = np.zeros_like(observation["action_mask"])
+            choice = int(np.flatnonzero(observation["action_mask"])[0])
+            only[choice] = 1
+            assert policy.act({"observation": observation["observation"], "action_mask": only}) == choice
+
+
+def check_vs_simple(results: dict) -> None:
+    """The mirrored evaluate figures against simple: counts add up, the intervals hold the rates."""
+    for key, games in (("evaluate_vs_simple_rounds", "rounds"), ("evaluate_vs_simple_matches", "matches")):
+        summary = results[key]
+        assert summary["wins"] + summary["losses"] + summary["draws"] == summary[games] > 0
+        low, high = summary["win_rate_decided_ci95"]
+        assert low <= summary["win_rate_decided"] <= high
+    rounds = results["evaluate_vs_simple_rounds"]
+    low, high = rounds["win_rate_all_ci95"]
+    assert low <= rounds["wins"] / rounds["rounds"] == rounds["win_rate_all"] <= high
+
+
+def test_percard_network_lines_up_with_the_actions():
+    """examples/_percard: card c's scores land on the actions DISCARD_BASE + c and KNOCK_BASE + c;
+    ``as_model_input`` appends the features to card observations only."""
+    pytest.importorskip("torch")
+    import torch
+    from okgin_env.features import with_features
+    from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
+
+    percard = load_example("_percard")
+    net = percard.PerCardNet("features", "logits", hidden=8)
+    with torch.no_grad():
+        for parameter in net.parameters():
+            parameter.zero_()
+        net.card_head.bias.copy_(torch.tensor([1.0, 2.0]))  # discard, knock
+        # Card c's discard score also gets c / 100 through its embedding: tells the cards apart.
+        net.card_embedding[:, 0] = torch.arange(52) / 100
+        net.card_net[0].weight[0, net.card_net[0].in_features - net.rest_net[0].out_features - 8] = 1.0
+        net.card_net[2].weight[0, 0] = 1.0
+        net.card_head.weight[0, 0] = 1.0
+        net.summary_head[2].bias.copy_(torch.tensor([10.0, 20.0, 30.0]))
+        logits = net(torch.zeros(layout_for(2, "features").size))
+    assert logits.shape == (okgin_env.NUM_ACTIONS,)
+    assert logits[[DRAW_STOCK, TAKE_DISCARD, PASS]].tolist() == [10.0, 20.0, 30.0]
+    np.testing.assert_allclose(logits[DISCARD_BASE : DISCARD_BASE + 52].numpy(), 1 + np.arange(52) / 100, rtol=1e-6)
+    np.testing.assert_allclose(logits[KNOCK_BASE : KNOCK_BASE + 52].numpy(), 2.0)
+    assert percard.PerCardNet("cards", "value", hidden=8)(torch.zeros(3, layout_for(2, "cards").size)).shape == (3, 1)
+    assert percard.make_network("mlp", "cards", "logits", 16)(torch.zeros(2, layout_for(2, "cards").size)).shape == (2, 107)
+    with pytest.raises(ValueError, match="allowed: 'percard', 'mlp'"):
+        percard.make_network("cnn", "features")
+    with pytest.raises(ValueError, match="allowed: 'logits', 'value'"):
+        percard.PerCardNet("features", "q")
+
+    observation = real_observations(1)[0]
+    featured = percard.as_model_input(observation, "features")
+    np.testing.assert_array_equal(featured, with_features(observation["observation"], observation["action_mask"]))
+    np.testing.assert_array_equal(percard.as_model_input({**observation, "observation": featured}, "features"), featured)
+    np.testing.assert_array_equal(percard.as_model_input(observation, "cards"), observation["observation"])
 
 
 def test_tianshou_multiagent(tmp_path):
     pytest.importorskip("tianshou")
+    from okgin_env.features import with_features
+
     example = load_example("tianshou_multiagent")
-    results = example.train(steps=640, n_envs=2, eval_rounds=4, audit=True, out=tmp_path)
+    results = example.train(steps=640, n_envs=2, collect_steps=320, epochs=1, eval_rounds=4, eval_matches=2, audit=True, out=tmp_path)
     check_eval(results)
-    assert (tmp_path / "tianshou_dqn_learner.pt").is_file()
+    check_vs_simple(results)
+    assert results["observation"] == "features" and results["opponent_in_training"] == "simple"
+    assert (tmp_path / "tianshou_ppo_learner.pt").is_file()
     objects = results["_objects"]
-    buffer = objects["buffer"]
+    learner = objects["learner"]
     emitted = set().union(*(env.emitted for env in objects["raw_envs"]))
     assert emitted
 
-    # Every transition in the replay buffer: its (observation, mask) pair is one the env emitted,
-    # and its action is inside its mask.
-    assert len(buffer) >= 600
-    data = buffer[buffer.sample_indices(0)]  # every stored transition of every env's sub-buffer
-    assert len(data) == len(buffer)
+    # What the learner's last PPO update trained on (the on-policy trainer empties the buffer
+    # afterwards): only the learner's own decisions; each (observation, mask) pair is one the env
+    # emitted, and each action is inside its mask.
+    data, chains = learner.last_batch, learner.last_chains
+    assert len(data) > 50 and set(np.asarray(data.obs.agent_id)) == {"learner"}
     obs, masks, acts = np.asarray(data.obs.obs), np.asarray(data.obs.mask), np.asarray(data.act).astype(int)
     assert masks.dtype == bool and masks.shape[1] == okgin_env.NUM_ACTIONS
+    assert obs.shape[1] == layout_for(2, "features").size
     assert masks[np.arange(len(acts)), acts].all()
     for o, m in zip(obs, masks):
         assert example.fingerprint(o, m) in emitted
+    # Rewards reach the learner's decisions only where its round ended, in whole points / 25, and
+    # a barely trained learner loses most rounds to simple (the bot really held the other seat).
+    gain, ended = chains["gain"][chains["finished"]], chains["ended"][chains["finished"]]
+    assert ended.any() and not gain[~ended].any()
+    np.testing.assert_allclose(gain * 25, np.round(gain * 25), atol=1e-6)
+    assert (gain[ended] < 0).sum() > 0.6 * ended.sum()
 
-    # The learner's greedy action is always inside the mask (also when only one action is legal).
-    policy = example.TianshouPolicy(objects["learner"].policy)
+    # The learner's greedy action is always inside the mask (also when only one action is legal),
+    # on card observations as okgin_env.evaluate gives them.
+    policy = example.TianshouPolicy(learner.policy, "features")
     for observation in real_observations(40):
         assert observation["action_mask"][policy.act(observation)] == 1
         only = np.zeros_like(observation["action_mask"])
@@ -129,18 +210,49 @@ def test_tianshou_multiagent(tmp_path):
         assert policy.act({"observation": observation["observation"], "action_mask": only}) == choice
 
 
+def test_tianshou_learner_returns_span_the_opponents_moves():
+    """Hand-made buffer rows (acting agent, the learner's reward, round over): each learner decision
+    gets the rewards up to its next decision, the round's result even when it lands on the
+    opponent's row, and decisions of a round the data stops inside are left out."""
+    pytest.importorskip("tianshou")
+    from tianshou.data import Batch, ReplayBuffer
+
+    example = load_example("tianshou_multiagent")
+    rows = [("learner", 0, 0), ("learner", 0, 0), ("opponent", 0, 0), ("opponent", -2, 1),  # lost on the opponent's knock
+            ("opponent", 0, 0), ("learner", 0, 0), ("learner", 3, 1),  # won on its own knock
+            ("learner", 0, 0), ("opponent", 0, 0)]  # the data stops inside this round
+    buffer = ReplayBuffer(20)
+    for agent, reward, over in rows:
+        observation = Batch(agent_id=agent, obs=np.zeros(2, dtype=np.float32), mask=np.ones(3, dtype=bool))
+        buffer.add(Batch(obs=observation, act=0, rew=float(reward), terminated=bool(over), truncated=False, obs_next=observation, info={}))
+    indices = np.array([i for i, (agent, _, _) in enumerate(rows) if agent == "learner"])
+    chains = example.learner_returns(np.array(["learner"] * len(indices)), indices, buffer)
+    assert chains["gain"].tolist() == [0, -2, 0, 3, 0]
+    assert chains["ended"].tolist() == [False, True, False, True, False]
+    assert chains["successor"].tolist() == [1, -1, 3, -1, -1]
+    assert chains["finished"].tolist() == [True, True, True, True, False]
+    # GAE along the learner's own decisions (gamma 1, lambda 1: the round's result minus the value).
+    values = np.array([0.5, -1.0, 1.0, 2.0, 0.0])
+    advantages = example.gae_over_decisions(chains["gain"], chains["ended"], chains["successor"], values, indices, 1.0, 1.0)
+    np.testing.assert_allclose(advantages[:4], [-2 - 0.5, -2 + 1.0, 3 - 1.0, 3 - 2.0])
+
+
 def test_rllib_selfplay(tmp_path):
     pytest.importorskip("ray.rllib")
     pytest.importorskip("torch")
     import torch
+    from okgin_env.features import with_features
 
     example = load_example("rllib_selfplay")
     results = example.train(
-        iterations=1, num_env_runners=2, train_batch=200, minibatch=100, epochs=1, eval_rounds=4, out=tmp_path
+        iterations=1, num_env_runners=2, train_batch=200, minibatch=100, epochs=1, eval_rounds=4, eval_matches=2, out=tmp_path
     )
     check_eval(results)
+    check_vs_simple(results)
     assert results["num_env_runners"] == 2
-    # Every sampled agent step went through MaskAudit on the env runners: none outside its mask.
+    assert results["observation"] == "features" and results["opponent_in_training"] == "simple" and results["shaping"] == 0
+    # Every sampled agent step (the learner's and the bot module's) went through MaskAudit on the
+    # env runners: none outside its mask.
     assert results["mask_audit_steps"] >= 0.9 * results["env_steps_sampled"] > 0
     assert results["mask_audit_illegal"] == 0
 
@@ -151,7 +263,7 @@ def test_rllib_selfplay(tmp_path):
     observations = real_observations(40)
     batch = {
         Columns.OBS: {
-            "observation": torch.as_tensor(np.stack([o["observation"] for o in observations])),
+            "observation": torch.as_tensor(np.stack([with_features(o["observation"], o["action_mask"]) for o in observations])),
             "action_mask": torch.as_tensor(np.stack([o["action_mask"] for o in observations])),
         }
     }
@@ -161,6 +273,44 @@ def test_rllib_selfplay(tmp_path):
             logits = forward(dict(batch))[Columns.ACTION_DIST_INPUTS]
             probs = torch.softmax(logits, dim=-1).numpy()
             assert np.all(probs[~masks] < 1e-6)
+    policy = example.RLlibPolicy(module, "features")
+    for observation in observations:  # card observations, as okgin_env.evaluate gives them
+        assert observation["action_mask"][policy.act(observation)] == 1
+
+
+def test_rllib_policy_mapping_versus_simple():
+    """In every episode one seat is the learned policy and the other the bot; the learner holds
+    each seat in about half the episodes; the bot module plays simple's moves."""
+    pytest.importorskip("ray.rllib")
+    import torch
+    from okgin_env.bots import make_bot
+    from ray.rllib.core.columns import Columns
+
+    example = load_example("rllib_selfplay")
+
+    class Episode:
+        def __init__(self, i: int):
+            self.id_ = f"{i:032x}"
+
+    seats = []
+    for i in range(200):
+        mapped = [example.map_versus_simple(agent, Episode(i)) for agent in ("player_0", "player_1")]
+        assert sorted(mapped) == sorted([example.POLICY, example.BOT_POLICY])
+        seats.append(mapped.index(example.POLICY))
+    assert 60 < sum(seats) < 140
+    assert example.map_self_play("player_1", Episode(0)) == example.POLICY
+
+    observations = real_observations(20)
+    bot_module = example.SimpleBotModule(
+        observation_space=None, action_space=None, inference_only=True, model_config={"seed": 0}
+    )
+    batch = {Columns.OBS: {
+        "observation": torch.as_tensor(np.stack([o["observation"] for o in observations])),
+        "action_mask": torch.as_tensor(np.stack([o["action_mask"] for o in observations])),
+    }}
+    actions = bot_module.forward_inference(batch)[Columns.ACTIONS].tolist()
+    simple = make_bot("simple", seed=0)
+    assert actions == [simple.act(o) for o in observations]
 
 
 def test_torchrl_ppo(tmp_path):
