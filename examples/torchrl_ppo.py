@@ -54,13 +54,13 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Stopwatch, check_legal, evaluation, library_eval, machine_note, write_results  # noqa: E402
+from _common import Stopwatch, check_legal, evaluation, machine_note, write_results  # noqa: E402
+from _percard import NETWORKS, PerCardNet, as_model_input  # noqa: E402
+from _versus_simple import evaluate_vs_simple  # noqa: E402
 
 import okgin_env  # noqa: E402
 from okgin_env.bots import make_bot  # noqa: E402
-from okgin_env.observation import OBSERVATIONS, layout_for, layout_of  # noqa: E402
-from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD  # noqa: E402
-from okgin_env.rules.cards import NUM_CARDS  # noqa: E402
+from okgin_env.observation import OBSERVATIONS, layout_for  # noqa: E402
 from pettingzoo.utils import BaseWrapper  # noqa: E402
 
 # TorchRL warns on every wrapper built with a PettingZoo other than the one it is tested with (1.24.3).
@@ -139,58 +139,6 @@ def make_env(observation: str = OBSERVATION_DEFAULT, reward: str = "points", aud
     if envs is not None:
         envs.append(aec)
     return wrapper_class()(aec, use_mask=True, group_map={GROUP: list(SEATS)}, categorical_actions=True)
-
-
-class PerCardNet(nn.Module):
-    """Action logits (or a state value) that read the observation card by card.
-
-    Every 52-entry slice of the layout (the card planes, and with ``observation="features"`` the
-    per-card solver features) gives each card a column of numbers; one small network, shared by
-    all 52 cards, turns a card's column (with a learned embedding of the card itself and a summary
-    of the rest of the observation) into that card's discard and knock logits (actions
-    ``DISCARD_BASE + c`` and ``KNOCK_BASE + c``). Draw / take / pass, or the value, come from the
-    pooled cards and the rest. Sharing the weights across cards means that what is learnt about
-    one card (say, a discard that leaves less deadwood is better) holds for all of them; a plain
-    MLP over the flat array has to learn it 52 times over.
-    """
-
-    def __init__(self, observation: str, out: str = "logits", hidden: int = 64, card_embedding: int = 8):
-        super().__init__()
-        if out not in ("logits", "value"):
-            raise ValueError(f"out={out!r}; allowed: 'logits', 'value'")
-        slices = layout_for(len(SEATS), observation).slices.values()
-        planes = [list(range(s.start, s.stop)) for s in slices if s.stop - s.start == NUM_CARDS]
-        rest = [i for s in slices if s.stop - s.start != NUM_CARDS for i in range(s.start, s.stop)]
-        self.register_buffer("plane_index", torch.tensor(planes).T.contiguous(), persistent=False)  # [52, planes]
-        self.register_buffer("rest_index", torch.tensor(rest), persistent=False)
-        self.card_embedding = nn.Parameter(0.1 * torch.randn(NUM_CARDS, card_embedding))
-        self.rest_net = nn.Sequential(nn.Linear(len(rest), hidden), nn.ReLU())
-        self.card_net = nn.Sequential(
-            nn.Linear(len(planes) + card_embedding + hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
-        )
-        self.out = out
-        self.card_head = nn.Linear(hidden, 2) if out == "logits" else None  # discard c, knock with c
-        self.summary_head = nn.Sequential(nn.Linear(3 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, 3 if out == "logits" else 1))
-        # logits = cat([draw, take, pass], discard logits, knock logits)[..., order]
-        sources = [DRAW_STOCK, TAKE_DISCARD, PASS, *range(DISCARD_BASE, DISCARD_BASE + NUM_CARDS), *range(KNOCK_BASE, KNOCK_BASE + NUM_CARDS)]
-        if sorted(sources) != list(range(okgin_env.NUM_ACTIONS)):
-            raise AssertionError("the action ids are no longer draw/take/pass, 52 discards, 52 knocks")
-        self.register_buffer("order", torch.tensor(sources).argsort(), persistent=False)
-
-    def forward(self, observation: torch.Tensor) -> torch.Tensor:
-        cards = observation[..., self.plane_index]  # [..., 52, planes]
-        rest = self.rest_net(observation[..., self.rest_index])  # [..., hidden]
-        embedding = self.card_embedding.expand(*cards.shape[:-1], -1)
-        per_card = self.card_net(torch.cat([cards, embedding, rest.unsqueeze(-2).expand(*cards.shape[:-1], -1)], dim=-1))
-        pooled = torch.cat([per_card.mean(dim=-2), per_card.amax(dim=-2), rest], dim=-1)
-        summary = self.summary_head(pooled)
-        if self.out == "value":
-            return summary
-        card_logits = self.card_head(per_card)  # [..., 52, 2]
-        return torch.cat([summary, card_logits[..., 0], card_logits[..., 1]], dim=-1)[..., self.order]
-
-
-NETWORKS = ("percard", "mlp")
 
 
 def make_networks(observation: str = OBSERVATION_DEFAULT, network: str = "percard", hidden: int = 64):
@@ -345,37 +293,11 @@ class TorchRLPolicy:
 
     def act(self, observation: dict[str, np.ndarray]) -> int:
 
-        values = np.asarray(observation["observation"], dtype=np.float32)
-        if self.observation == "features" and layout_of(values).observation == "cards":
-            from okgin_env.features import with_features
-
-            values = with_features(values, observation["action_mask"])
+        values = as_model_input(observation, self.observation)
         legal = torch.as_tensor(np.asarray(observation["action_mask"]).astype(bool))
         with torch.no_grad():
             logits = self.logits(torch.as_tensor(values))
         return int(torch.argmax(logits.masked_fill(~legal, -torch.inf)))
-
-
-def evaluate_vs_simple(policy: Any, rounds: int, matches: int, seed: int = 40_000) -> dict[str, Any]:
-    """``okgin_env.evaluate`` against simple: mirrored single rounds, and mirrored whole matches."""
-    from okgin_env.evaluate import evaluate
-
-    report: dict[str, Any] = {}
-    report["evaluate_vs_simple_rounds"] = library_eval(policy, "simple", rounds, seed=seed)
-    if matches:
-        results = evaluate({"trained": policy, "simple": "simple"}, matches=matches, episode="match", seed=seed + 1, progress=False)
-        pair = results.pair("trained", "simple")
-        report["evaluate_vs_simple_matches"] = {
-            "matches": pair.games,
-            "wins": pair.wins_a,
-            "losses": pair.wins_b,
-            "draws": pair.draws,
-            "win_rate_decided": pair.win_rate_a,
-            "win_rate_decided_ci95": [round(pair.ci_low, 4), round(pair.ci_high, 4)],
-            "rounds": pair.rounds,
-            "points_per_round": pair.points_per_round_a,
-        }
-    return report
 
 
 def check_settings(observation: str, n_envs: int, frames_per_batch: int, frames: int) -> None:
