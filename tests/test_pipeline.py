@@ -56,3 +56,18 @@ def test_bad_budgets_are_refused_before_anything_is_written(tmp_path, flag, valu
     assert cli(["--run-dir", str(tmp_path / "p"), flag, value]) == 2
     assert flag in capsys.readouterr().err
     assert not (tmp_path / "p").exists()
+
+
+def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_arguments(tmp_path, monkeypatch, capsys):
+    import training.pipeline as pipeline
+
+    def stopped(*_args, **_kwargs):
+        raise pipeline.StageStopped("SIGTERM")
+
+    argv = ["--quick", "--run-dir", str(tmp_path / "p"), "--no-progress"]
+    monkeypatch.setattr(pipeline, "run_stage", stopped)
+    assert cli(argv) == 130
+    assert "--resume" in capsys.readouterr().err
+    assert cli(argv) == 2  # not started over by a plain rerun
+    assert cli([*argv, "--resume", "--seed", "4"]) == 2  # nor resumed with other arguments
+    assert "other arguments" in capsys.readouterr().err

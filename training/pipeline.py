@@ -153,6 +153,9 @@ def main(argv: list[str] | None = None) -> dict:
         root.mkdir(parents=True, exist_ok=True)
         record = {"command": f"{PROG} {' '.join(argv if argv is not None else sys.argv[1:])}".strip(),
                   "args": dataclasses.asdict(args), "stages_planned": planned, "stages": {}}
+        # Written before the first stage starts, so that a run interrupted in it is resumed with
+        # its own arguments too (and not started over by a plain rerun).
+        record_path.write_text(json.dumps(record, indent=2, default=str))
     began = time.time()
     for number, (name, (module, stage_argv)) in enumerate(commands.items(), 1):
         marker = root / name / "stage.json"
