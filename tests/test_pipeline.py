@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 
 from training.pipeline import cli  # noqa: E402
 from training.pipeline import main as pipeline_main  # noqa: E402
-from training.policy import load_policy  # noqa: E402
+from training.policy import CheckpointError, load_policy  # noqa: E402
 
 
 def test_quick_pipeline_runs_every_stage_and_resumes_the_interrupted_one(tmp_path, capsys):
@@ -71,3 +71,35 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_arguments(tmp_
     assert cli(argv) == 2  # not started over by a plain rerun
     assert cli([*argv, "--resume", "--seed", "4"]) == 2  # nor resumed with other arguments
     assert "other arguments" in capsys.readouterr().err
+
+
+def test_quick_penalty_pipeline_trains_labels_and_fits_at_a_three_player_table(tmp_path):
+    run_dir = tmp_path / "pen3"
+    record = pipeline_main(["--quick", "--rules", "penalty", "--num-players", "3",
+                            "--run-dir", str(run_dir), "--workers", "1", "--no-progress"])
+    planned = record["stages_planned"]
+    assert planned["ppo"][planned["ppo"].index("--rules") + 1] == "penalty"
+    assert planned["ppo"][planned["ppo"].index("--num-players") + 1] == "3"
+    assert planned["ppo"][planned["ppo"].index("--opponent-pool") + 1] == "simple=3,self=1"
+    assert list(record["stages"]) == ["ppo", "improve1", "improve2"]
+    assert record["stages"]["improve2"]["summary"]["labelled_decisions"] == 40
+    policy = load_policy(run_dir / "final.pt", rules="penalty", num_players=3)
+    with pytest.raises(CheckpointError):
+        load_policy(run_dir / "final.pt", rules="penalty", num_players=4)
+    from okgin_env import env as make_env
+
+    table = make_env(rules="penalty", num_players=3)
+    table.reset(seed=3)
+    for agent in table.agent_iter(max_iter=200):  # the fitted policy plays legal moves in every seat
+        observation, _, terminated, truncated, _ = table.last()
+        action = None if terminated or truncated else policy.act(observation)
+        if action is not None:
+            assert observation["action_mask"][action] == 1
+        table.step(action)
+
+
+def test_a_player_count_the_preset_does_not_have_is_refused(tmp_path, capsys):
+    assert cli(["--rules", "penalty", "--num-players", "5", "--run-dir", str(tmp_path / "p")]) == 2
+    assert "--num-players 5" in capsys.readouterr().err
+    assert cli(["--num-players", "3", "--run-dir", str(tmp_path / "p")]) == 2  # classic is two-player
+    assert not (tmp_path / "p").exists()

@@ -416,6 +416,14 @@ def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_poli
                           str(tmp_path / "improve"), "--epochs", "1", "--eval-matches", "0",
                           "--run-dir", str(tmp_path / "improve"), "--no-progress"])
     assert again["labelled_decisions"] == 48
+    # Holding out whole label chunks (other matches): here the second of the two, all 24 of its decisions.
+    by_job = improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels",
+                           str(tmp_path / "improve"), "--epochs", "1", "--eval-matches", "0", "--validation-split", "jobs",
+                           "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+    assert (by_job["validation_split"], by_job["validation_decisions"]) == ("jobs", 24)
+    with pytest.raises(ValueError, match="more than 1 label chunk"):  # one chunk cannot be split by job
+        improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--validation-split", "jobs",
+                      "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no labels_"):
         improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels", str(tmp_path / "empty"),
@@ -429,6 +437,55 @@ def test_improve_rejects_bad_arguments_before_doing_anything(tmp_path: Path, fla
 
     with pytest.raises(ValueError, match=flag.lstrip("-").split("-")[0]):
         improve_main([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"])
+    assert not (tmp_path / "never").exists()
+
+
+# ----------------------------------------------------------------------------- distilling a teacher bot
+
+
+def test_distil_labels_the_teachers_choice_reproducibly_and_fits_towards_it(trained_run: Path, tmp_path: Path):
+    from training.distil import label_with_teacher
+    from training.distil import main as distil_main
+    from training.policy import build_model
+
+    job = (str(trained_run / "last.pt"), "classic", "search:rollouts=16", 7, 10)
+    first, second = label_with_teacher(job), label_with_teacher(job)
+    for key in first:  # same seed, same labels
+        assert np.array_equal(first[key], second[key]), key
+    legal, q = first["legal"], first["q"]
+    assert legal.shape == (10, 24) and (legal.sum(1) >= 2).all()  # only decisions with a choice
+    assert (q.sum(1) == 1).all() and (q[~legal] == 0).all()  # one teacher action, a legal one
+
+
+    run_dir = tmp_path / "distil"
+    summary = distil_main(["--init-from", str(trained_run / "last.pt"), "--teacher", "search:rollouts=16",
+                           "--decisions", "60", "--chunk", "30", "--workers", "1", "--epochs", "30",
+                           "--learning-rate", "3e-3", "--eval-matches", "0", "--run-dir", str(run_dir), "--no-progress"])
+    assert summary["labelled_decisions"] == 60 and summary["teacher"] == "search:rollouts=16"
+    # Fitting towards the teacher raises the agreement with it on the decisions it was fitted on.
+    payload = torch.load(run_dir / "fitted.pt", weights_only=True)
+    labels = [np.load(path) for path in sorted(run_dir.glob("labels_*.npz"))]
+    data = {k: torch.from_numpy(np.concatenate([part[k] for part in labels])) for k in labels[0].files}
+    start = load_checkpoint(trained_run / "last.pt")
+    agreement = []
+    for weights in (start["model"], payload["model"]):
+        model = build_model(start["metadata"])
+        model.load_state_dict(weights)
+        with torch.no_grad():
+            logits, _ = model(data["obs"], data["ctx"], data["feat"], data["ids"], data["legal"])
+        agreement.append(float((logits.argmax(-1) == data["q"].argmax(-1)).float().mean()))
+    assert agreement[1] > agreement[0] and agreement[1] >= 0.8, agreement
+    assert play_short_match(load_policy(run_dir / "fitted.pt")) > 0
+
+
+@pytest.mark.parametrize("teacher, message", [("aggressor", "held-out"), ("search:time_limit=0.05", "rollouts"),
+                                              ("search:rollouts=-1", "rollouts"), ("nobody", "unknown")])
+def test_distil_refuses_a_bad_teacher_before_writing_anything(trained_run: Path, tmp_path: Path, teacher, message, capsys):
+    from training.distil import cli as distil_cli
+
+    assert distil_cli(["--init-from", str(trained_run / "last.pt"), "--teacher", teacher,
+                       "--run-dir", str(tmp_path / "never"), "--no-progress"]) == 2
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
 
 

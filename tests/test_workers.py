@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -90,3 +93,48 @@ def test_shipped_packages_are_named_as_they_are_imported(tmp_path: Path, monkeyp
     assert directories[1].parent == tmp_path  # a copy, since the folder itself is called training/
     assert (directories[1] / "improve.py").read_bytes() == (directories[2] / "improve.py").read_bytes()
     assert not list(directories[1].rglob("__pycache__"))
+
+
+def write_pid_and_sleep(folder: str) -> int:
+    """A job that says which process runs it, then outlives any test's patience."""
+    Path(folder, f"{os.getpid()}.pid").touch()
+    time.sleep(120)
+    return os.getpid()
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (an orphan's zombie may wait for a reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_local_workers_end_when_their_driver_is_killed(tmp_path: Path):
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import sys\n"
+        f"sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]\n"
+        "from test_workers import write_pid_and_sleep\n"
+        "from training.workers import run_jobs\n"
+        "if __name__ == '__main__':\n"
+        f"    list(run_jobs(write_pid_and_sleep, [{str(tmp_path)!r}] * 2, workers=2, progress=False))\n")
+    process = subprocess.Popen([sys.executable, str(driver)])
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.2)
+        pids = [int(path.stem) for path in tmp_path.glob("*.pid")]
+        assert len(pids) == 2, "the two workers did not start"
+        process.send_signal(signal.SIGKILL)  # no cleanup runs in the driver
+        process.wait()
+        deadline = time.monotonic() + 15
+        while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any(_running(pid) for pid in pids), "a worker outlived its driver"
+    finally:
+        process.kill()
+        for path in tmp_path.glob("*.pid"):
+            if _running(int(path.stem)):
+                os.kill(int(path.stem), signal.SIGKILL)

@@ -18,15 +18,18 @@ same future instead:
    distribution given the observation (real play), so what can be learned from the labels is
    ``E[Q | observation]``: the best action *given what the policy can see*, not the one that
    would be best with hindsight (taking the hindsight-best action as a target would be biased).
-   ``--objective policy`` (default) maximises the expected label under the policy's softmax for
-   all actions at once (an all-actions policy gradient: small, conservative steps from the
-   starting policy); ``--objective regress`` regresses the centred scores onto the centred labels
-   / ``q_scale`` (greedy play then picks the highest estimated ``E[Q | observation]``). Either
-   way, playing the best score is one step of policy iteration on the starting policy.
+   ``--objective regress`` (the default) regresses the centred scores onto the centred labels
+   / ``q_scale`` (greedy play then picks the highest estimated ``E[Q | observation]``);
+   ``--objective policy`` maximises the expected label under the policy's softmax for all
+   actions at once (an all-actions policy gradient: small, conservative steps from the starting
+   policy). Either way, playing the best score is one step of policy iteration on the starting
+   policy. (``--objective imitate`` is for a teacher's one-hot labels, ``training.distil``.)
    On held-out decisions the fit reports ``validation_gain_points``: the label of the fitted
    policy's choice minus that of the starting policy's, on the same deal and continuation (the
    performance-difference lemma makes the sum of these over a round the gain in points per round,
-   to first order), with its standard error.
+   to first order), with its standard error. ``--validation-split jobs`` holds out whole label
+   chunks (other matches) rather than random decisions, whose neighbours in the same round, with
+   the same hidden deal, may be among the fitted ones.
 3. **Evaluation.** The starting and the fitted policy play the same mirrored full matches against
    ``simple`` through the evaluation library; both results go to ``summary.json``.
 
@@ -58,14 +61,12 @@ import torch
 from tqdm import tqdm
 
 from okgin_env.bots.simple import SimpleBot, simple_action_for_state
-from okgin_env.match_loop import play_match
 from okgin_env.observation import encode
-from okgin_env.rules.config import make_config
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
-from .policy import build_model, encode_decision, load_checkpoint, load_policy, save_checkpoint
-from .labelling import checkpoint_file, label_decisions_batched, labelling_config
+from .policy import build_model, load_checkpoint, load_policy, save_checkpoint
+from .labelling import checkpoint_file, label_decisions_batched, labelling_config, play_learner_matches, record_inputs
 from .workers import require_ray, run_jobs
 
 
@@ -80,14 +81,20 @@ class Args:
                 "with --workers CPUs; see training/workers.py) instead of local processes; same jobs, same labels"})
     chunk: int = field(default=2_000, metadata={"help": "decisions per labelling job (each has its own seed and file)"})
     objective: str = field(default="regress", metadata={
-        "choices": ("regress", "policy"),
+        "choices": ("regress", "policy", "imitate"),
         "help": "policy: raise the probability of actions above the policy's own mean label (all-actions "
-                "policy gradient, small steps from the start); regress: regress scores onto the labels"})
+                "policy gradient, small steps from the start); regress: regress scores onto the labels; "
+                "imitate: cross-entropy towards each decision's highest label (a teacher's one-hot choice, "
+                "training.distil)"})
     q_scale: float = field(default=2.0, metadata={"help": "round points per unit of action score (or of advantage)"})
     epochs: int = field(default=4, metadata={"help": "passes over the labelled decisions"})
     learning_rate: float = field(default=1e-4, metadata={"help": "Adam learning rate"})
     minibatch_size: int = field(default=512, metadata={"help": "decisions per gradient step"})
     validation_fraction: float = field(default=0.05, metadata={"help": "decisions held out to report the fit"})
+    validation_split: str = field(default="decisions", metadata={
+        "choices": ("decisions", "jobs"),
+        "help": "decisions: hold out decisions at random (the shipped recipe's split); jobs: hold out whole "
+                "label chunks (other matches), so that no held-out decision shares a deal with a fitted one"})
     eval_matches: int = field(default=1000, metadata={"help": "matches against simple for each of start and fitted"})
     run_dir: str = field(default="runs/improve", metadata={"help": "labels, checkpoints, summary"})
     reuse_labels: bool = field(default=False, metadata={"help": "fit on labels already in run_dir (skip labelling)"})
@@ -148,40 +155,23 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     checkpoint, rules, seed, count = job
     torch.set_num_threads(1)
     player = _Player(checkpoint_file(checkpoint), rules)
-    config = player.config
-    num_players = config.num_players
     rng = random.Random(seed)
     opponent = SimpleBot()
     opponent.rng = rng  # shared with the continuation seeds (see the docstring)
     records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q")}
-    learner = 0
 
-    def label(match, seat: int, observation: dict[str, np.ndarray]) -> bool:
-        """Label the learner's decision if it has a choice; True (stop) once the chunk is full."""
-        if len(records["q"]) >= count:
-            return True
-        if seat != learner or np.count_nonzero(observation["action_mask"]) < 2:
-            return False
-        state = match.round
-        context, features, ids, legal_flags, actions = encode_decision(
-            observation["observation"], observation["action_mask"], num_players)
+    def label(match, learner: int, observation: dict[str, np.ndarray], encoded: tuple) -> None:
+        """Label the learner's decision before it acts: ``Q`` of every legal action, on the same future."""
         tie_seed = rng.getrandbits(32)
         q = np.zeros(MAX_LEGAL_ACTIONS, dtype=np.float32)
-        for i, action in enumerate(actions):  # the same future for every action
-            trial = state.clone()
+        for i, action in enumerate(encoded[-1]):
+            trial = match.round.clone()
             trial.apply_unchecked(action)
             q[i] = rollout_points(player, trial, match.scores, learner, tie_seed)
-        for key, value in (("obs", observation["observation"]), ("ctx", context), ("feat", features), ("ids", ids),
-                           ("legal", legal_flags), ("q", q)):
-            records[key].append(value)
-        return False
+        record_inputs(records, observation, encoded)
+        records["q"].append(q)
 
-    game = 0
-    while len(records["q"]) < count:
-        learner = game % num_players
-        policies = [player.policy if s == learner else opponent for s in range(num_players)]
-        play_match(config, policies, np.random.default_rng([seed, game]), on_decision=label)
-        game += 1
+    play_learner_matches(player.config, player.policy, opponent, seed, count, label)
     return {k: np.stack(v) for k, v in records.items()}
 
 
@@ -219,6 +209,9 @@ def centred(values: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
 
 def fit_loss(model, batch: dict[str, torch.Tensor], q_scale: float, objective: str = "regress") -> torch.Tensor:
     logits, _ = model(batch["obs"], batch["ctx"], batch["feat"], batch["ids"], batch["legal"])
+    if objective == "imitate":
+        # The labels are a teacher's choice, one-hot (training.distil): learn to play it.
+        return torch.nn.functional.cross_entropy(logits, batch["q"].masked_fill(~batch["legal"], -1.0).argmax(-1))
     if objective == "policy":
         # Expected label under the policy, for every action at once (no sampling noise), relative
         # to the labels' mean so that the loss is comparable across decisions.
@@ -306,6 +299,16 @@ def main(argv: list[str] | None = None) -> dict:
     size = data["q"].shape[0]
     order = torch.randperm(size)
     held = max(1, int(size * args.validation_fraction))
+    if args.validation_split == "jobs":
+        # Decisions of one round share its hidden deal, so a random split leaves the fit's decisions
+        # beside held-out ones of the same deal; hold out the last chunks instead (other matches).
+        lengths = [part["q"].shape[0] for part in parts]
+        held_chunks = max(1, round(len(parts) * args.validation_fraction))
+        if held_chunks >= len(parts):
+            raise ValueError(f"--validation-split jobs needs more than {held_chunks} label chunk(s) to hold out; "
+                             f"there are {len(parts)} (give a smaller --chunk or more --decisions)")
+        held = sum(lengths[-held_chunks:])
+        order = torch.cat([torch.arange(size - held, size), torch.randperm(size - held)])
     validation = {k: v[order[:held]] for k, v in data.items()}
     train_idx = order[held:]
 
@@ -345,8 +348,8 @@ def main(argv: list[str] | None = None) -> dict:
     save_checkpoint(fitted, model, fitted_meta)
 
     # ---- evaluation: start and fitted on the same mirrored matches
-    summary = {"labelled_decisions": int(size), "validation_before": {"loss": before[0], "best_action_agreement": before[1]},
-               "fit": history}
+    summary = {"labelled_decisions": int(size), "validation_split": args.validation_split, "validation_decisions": int(held),
+               "validation_before": {"loss": before[0], "best_action_agreement": before[1]}, "fit": history}
     if args.eval_matches > 0:
         from okgin_env.evaluate import evaluate
 

@@ -128,6 +128,45 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
             waiting = pending
 
 
+def play_learner_matches(config, policy, opponent, seed: int, count: int, on_choice) -> None:
+    """The matches every labelling job plays, until ``count`` learner decisions have been seen.
+
+    ``policy`` plays one seat (seat ``k % num_players`` in match ``k``, dealt from
+    ``[seed, k]``), ``opponent`` every other seat, through ``okgin_env.match_loop.play_match``.
+    At each of the learner's decisions with a choice, before it acts,
+    ``on_choice(match, learner_seat, observation, encode_decision(...))`` is called.
+    """
+    num_players = config.num_players
+    seen = 0
+    learner = 0
+
+    def hook(match, seat: int, observation: dict[str, np.ndarray]) -> bool:
+        nonlocal seen
+        if seen >= count:
+            return True  # stops the match
+        if seat != learner or np.count_nonzero(observation["action_mask"]) < 2:
+            return False
+        on_choice(match, learner, observation,
+                  encode_decision(observation["observation"], observation["action_mask"], num_players))
+        seen += 1
+        return False
+
+    game = 0
+    while seen < count:
+        learner = game % num_players
+        policies = [policy if s == learner else opponent for s in range(num_players)]
+        play_match(config, policies, np.random.default_rng([seed, game]), on_decision=hook)
+        game += 1
+
+
+def record_inputs(records: dict[str, list], observation: dict[str, np.ndarray], encoded: tuple) -> None:
+    """Append one decision's network inputs (``obs``, ``ctx``, ``feat``, ``ids``, ``legal``) to ``records``."""
+    context, features, ids, legal_flags, _ = encoded
+    for key, value in (("obs", observation["observation"]), ("ctx", context), ("feat", features),
+                       ("ids", ids), ("legal", legal_flags)):
+        records[key].append(value)
+
+
 def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int = DEFAULT_ROLLOUT_BATCH) -> dict[str, np.ndarray]:
     """``training.improve.label_decisions`` (same job, same arrays), with batched rollouts."""
     checkpoint, rules, seed, count = job
@@ -137,22 +176,15 @@ def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int =
     torch.set_num_threads(1)
     config = labelling_config(checkpoint, rules)
     policy = load_policy(checkpoint, rules=config)
-    num_players = config.num_players
     rng = random.Random(seed)
     opponent = SimpleBot()
     opponent.rng = rng  # shared with the continuation seeds, as in the unbatched path
     records: dict[str, list] = {k: [] for k in LABEL_KEYS if k != "q"}
     # (learner seat, [rollouts]) per match: a rollout's learner is its match's learner seat.
     rollouts_by_learner: dict[int, list[_Rollout]] = {}
-    learner = 0
 
-    def collect(match, seat: int, observation: dict[str, np.ndarray]) -> bool:
-        if len(records["obs"]) >= count:
-            return True
-        if seat != learner or np.count_nonzero(observation["action_mask"]) < 2:
-            return False
-        context, features, ids, legal_flags, actions = encode_decision(
-            observation["observation"], observation["action_mask"], num_players)
+    def collect(match, learner: int, observation: dict[str, np.ndarray], encoded: tuple) -> None:
+        actions = encoded[-1]
         tie_seed = rng.getrandbits(32)
         row = len(records["obs"])
         scores = list(match.scores)
@@ -162,17 +194,9 @@ def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int =
             trial = match.round.clone() if config.reshuffle_stock else match.round.copy()
             trial.apply_unchecked(action)
             rollouts_by_learner.setdefault(learner, []).append(_Rollout(trial, tie_seed, scores, row, column))
-        for key, value in (("obs", observation["observation"]), ("ctx", context), ("feat", features),
-                           ("ids", ids), ("legal", legal_flags)):
-            records[key].append(value)
-        return False
+        record_inputs(records, observation, encoded)
 
-    game = 0
-    while len(records["obs"]) < count:
-        learner = game % num_players
-        policies = [policy if s == learner else opponent for s in range(num_players)]
-        play_match(config, policies, np.random.default_rng([seed, game]), on_decision=collect)
-        game += 1
+    play_learner_matches(config, policy, opponent, seed, count, collect)
 
     q = np.zeros((len(records["obs"]), MAX_LEGAL_ACTIONS), dtype=np.float32)
     for seat, rollouts in rollouts_by_learner.items():

@@ -24,6 +24,12 @@ The stages' arguments are stored in ``pipeline.json``; resuming with other ones 
 Defaults are the shipped recipe (``checkpoints/okgin_classic.pt``; see the README's model card):
 PPO for 3M decisions, then improvement steps of 200,000 and 300,000 labelled decisions.
 ``--quick`` shrinks every budget to a smoke test of a few minutes.
+
+**The penalty game.** ``--rules penalty --num-players N`` (2-4) runs the same stages for that
+table: PPO (500,000 decisions unless ``--ppo-decisions`` says otherwise) with
+``PENALTY_POOL`` in the other seats (``simple`` on three quarters of the tables, past snapshots
+of the learner on the rest), evaluated on 200 matches; then the improvement steps, which label
+and evaluate at the checkpoint's own table (the learner against ``simple`` in every other seat).
 """
 
 from __future__ import annotations
@@ -36,17 +42,26 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from okgin_env.rules.config import make_config
+
 from .cli import parse_dataclass_args
 
 PROG = "python -m training.pipeline"
 DEFAULT_STEPS = "200000,300000"
+PPO_DECISIONS = {"classic": 3_000_000, "penalty": 500_000}  # per preset, when --ppo-decisions is 0
+PENALTY_POOL = "simple=3,self=1"
+PENALTY_PPO_EVAL_MATCHES = 200  # multi-player matches are longer; the improvement steps evaluate on more
 
 
 @dataclass
 class Args:
     run_dir: str = field(default="runs/pipeline", metadata={"help": "one folder per stage, final.pt and pipeline.json"})
     seed: int = field(default=1, metadata={"help": "seed of the PPO stage; improvement step k uses seed + 9 + k"})
-    ppo_decisions: int = field(default=3_000_000, metadata={"help": "learner decisions of the PPO stage"})
+    rules: str = field(default="classic", metadata={"help": "rules preset to train for", "choices": tuple(PPO_DECISIONS)})
+    num_players: int = field(default=0, metadata={
+        "help": "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count"})
+    ppo_decisions: int = field(default=0, metadata={
+        "help": "learner decisions of the PPO stage; 0: the preset's default (classic 3,000,000, penalty 500,000)"})
     steps: str = field(default=DEFAULT_STEPS, metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number)"})
     eval_matches: int = field(default=1000, metadata={
@@ -65,6 +80,12 @@ def parse_args(argv: list[str] | None = None) -> Args:
     args = parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
     if args.quick:
         args = dataclasses.replace(args, **QUICK)
+    if args.ppo_decisions == 0:
+        args = dataclasses.replace(args, ppo_decisions=PPO_DECISIONS[args.rules])
+    try:
+        make_config(args.rules, num_players=args.num_players or None)
+    except ValueError as error:
+        raise ValueError(f"--num-players {args.num_players}: {error}") from None
     for name in ("ppo_decisions", "workers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
@@ -92,6 +113,12 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
     """Each stage's module and argument list (what ``pipeline.json`` records)."""
     flags = [] if args.progress else ["--no-progress"]
     ppo = ["--run-dir", str(root / "ppo"), "--seed", str(args.seed), "--total-decisions", str(args.ppo_decisions)]
+    if args.rules != "classic":  # (the classic stage's arguments stay those of the shipped recipe)
+        ppo += ["--rules", args.rules, "--opponent-pool", PENALTY_POOL]
+        if not args.quick:
+            ppo += ["--eval-matches", str(PENALTY_PPO_EVAL_MATCHES)]
+    if args.num_players:
+        ppo += ["--num-players", str(args.num_players)]
     if args.quick:  # small tables and rollouts, one quick evaluation
         ppo += ["--num-tables", "16", "--rollout-length", "32", "--bc-updates", "2", "--eval-every", "2",
                 "--eval-matches", "4"]

@@ -14,7 +14,8 @@ on a cluster):
 
 - ``ray_address=None`` (default): ``workers`` local processes (``multiprocessing`` with the
   ``spawn`` start method, so that each worker starts clean: no inherited torch threads or
-  random state). Ray is not imported.
+  random state). Ray is not imported. A worker ends itself within a second or two of its
+  driver's death, even a ``kill -9``.
 - ``ray_address="HOST:PORT"`` (a cluster started with ``ray start --head``), ``"auto"`` (the
   cluster this machine belongs to) or ``"ray://HOST:10001"`` (Ray Client): every job becomes one
   Ray task needing one CPU, all are submitted at once and Ray runs as many at a time as the
@@ -48,10 +49,13 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing as mp
+import os
 import pickle
 import shutil
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -118,11 +122,24 @@ def run_jobs(function: Callable[[Job], Result], jobs: Iterable[Job], *, workers:
     return _run_on_ray(ray, function, jobs, workers, ray_address.strip(), progress, desc)
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Pool initializer: end this worker once the driver is gone. A driver killed by a signal never
+    runs the pool's cleanup, and its workers would otherwise go on labelling for nobody."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="okgin-parent-watch").start()
+
+
 def _run_locally(function, jobs: list, workers: int, progress: bool, desc: str) -> Iterator:
     if not jobs:
         return
     with tqdm(total=len(jobs), disable=not progress, desc=desc) as bar, \
-            mp.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
+            mp.get_context("spawn").Pool(min(workers, len(jobs)), initializer=_exit_with_parent,
+                                         initargs=(os.getpid(),)) as pool:
         for result in pool.imap(function, jobs):
             bar.update()
             yield result
