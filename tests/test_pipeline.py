@@ -103,3 +103,15 @@ def test_a_player_count_the_preset_does_not_have_is_refused(tmp_path, capsys):
     assert "--num-players 5" in capsys.readouterr().err
     assert cli(["--num-players", "3", "--run-dir", str(tmp_path / "p")]) == 2  # classic is two-player
     assert not (tmp_path / "p").exists()
+
+
+def test_the_classic_stages_arguments_stay_those_of_the_shipped_recipe(tmp_path):
+    # A resume compares the stored argument lists: new options must not change the classic ones.
+    from training.pipeline import parse_args, stage_commands
+
+    commands = stage_commands(parse_args(["--no-progress"]), tmp_path)
+    assert commands["ppo"] == ("training.train", ["--run-dir", str(tmp_path / "ppo"), "--seed", "1",
+                                                  "--total-decisions", "3000000", "--no-progress"])
+    assert commands["improve2"] == ("training.improve", [
+        "--init-from", str(tmp_path / "improve1" / "fitted.pt"), "--run-dir", str(tmp_path / "improve2"),
+        "--seed", "12", "--decisions", "300000", "--workers", "2", "--eval-matches", "1000", "--no-progress"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -416,18 +417,47 @@ def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_poli
                           str(tmp_path / "improve"), "--epochs", "1", "--eval-matches", "0",
                           "--run-dir", str(tmp_path / "improve"), "--no-progress"])
     assert again["labelled_decisions"] == 48
-    # Holding out whole label chunks (other matches): here the second of the two, all 24 of its decisions.
-    by_job = improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels",
-                           str(tmp_path / "improve"), "--epochs", "1", "--eval-matches", "0", "--validation-split", "jobs",
-                           "--run-dir", str(tmp_path / "improve"), "--no-progress"])
-    assert (by_job["validation_split"], by_job["validation_decisions"]) == ("jobs", 24)
-    with pytest.raises(ValueError, match="more than 1 label chunk"):  # one chunk cannot be split by job
-        improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--validation-split", "jobs",
-                      "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+    # Holding out whole label chunks (other matches): a run of two chunks holds out its second.
+    by_job = improve_main(["--init-from", str(trained_run / "last.pt"), "--decisions", "24", "--chunk", "12",
+                           "--workers", "1", "--epochs", "1", "--eval-matches", "0", "--validation-split", "jobs",
+                           "--run-dir", str(tmp_path / "by_job"), "--no-progress"])
+    assert (by_job["validation_split"], by_job["validation_decisions"]) == ("jobs", 12)
+    with pytest.raises(ValueError, match="holds out whole label chunks"):  # one chunk cannot be split by job
+        improve_main(["--init-from", str(trained_run / "last.pt"), "--decisions", "24", "--validation-split", "jobs",
+                      "--eval-matches", "0", "--run-dir", str(tmp_path / "never"), "--no-progress"])
+    assert not (tmp_path / "never" / "labels_0000.npz").exists()  # refused before labelling
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no labels_"):
         improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels", str(tmp_path / "empty"),
                       "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+
+
+def test_the_job_split_holds_out_the_runs_own_last_chunks_whole():
+    from training.improve import validation_order
+
+    # Chunks of 3, 4 and 5 decisions from this run, then 6 from an --extra-labels run.
+    order, held = validation_order([3, 4, 5, 6], own_chunks=3, fraction=0.3, split="jobs")
+    assert held == 5 and sorted(order[:held].tolist()) == [7, 8, 9, 10, 11]
+    assert sorted(order.tolist()) == list(range(18))  # every decision once: the rest are fitted
+    order, held = validation_order([3, 4, 5, 6], own_chunks=3, fraction=0.5, split="jobs")
+    assert held == 9 and sorted(order[:held].tolist()) == list(range(3, 12))
+    order, held = validation_order([3, 4, 5, 6], own_chunks=3, fraction=0.3, split="decisions")
+    assert held == 5 and sorted(order.tolist()) == list(range(18))
+    with pytest.raises(ValueError, match="it has 1"):
+        validation_order([3, 6], own_chunks=1, fraction=0.3, split="jobs")
+
+
+def test_imitation_targets_ignore_the_padding_even_when_every_label_is_negative():
+    from training.improve import fit_loss
+
+    class Fixed(torch.nn.Module):
+        def forward(self, obs, ctx, feat, ids, legal):
+            return torch.tensor([[0.0, 1.0, float("-inf")]]), None
+
+    batch = {"obs": None, "ctx": None, "feat": None, "ids": None,
+             "legal": torch.tensor([[True, True, False]]), "q": torch.tensor([[-20.0, -25.0, 0.0]])}
+    loss = fit_loss(Fixed(), batch, q_scale=2.0, objective="imitate")
+    assert torch.isfinite(loss) and torch.isclose(loss, torch.log1p(torch.exp(torch.tensor(1.0))))
 
 
 @pytest.mark.parametrize("flag, value", [("--decisions", "0"), ("--workers", "0"), ("--q-scale", "0"),
@@ -462,9 +492,11 @@ def test_distil_labels_the_teachers_choice_reproducibly_and_fits_towards_it(trai
                            "--decisions", "60", "--chunk", "30", "--workers", "1", "--epochs", "30",
                            "--learning-rate", "3e-3", "--eval-matches", "0", "--run-dir", str(run_dir), "--no-progress"])
     assert summary["labelled_decisions"] == 60 and summary["teacher"] == "search:rollouts=16"
-    # Fitting towards the teacher raises the agreement with it on the decisions it was fitted on.
+    # Fitting towards the teacher raises the agreement with it on the decisions it was fitted on
+    # (the first chunk; the last is held out for the report).
+    assert (summary["validation_split"], summary["validation_decisions"]) == ("jobs", 30)
     payload = torch.load(run_dir / "fitted.pt", weights_only=True)
-    labels = [np.load(path) for path in sorted(run_dir.glob("labels_*.npz"))]
+    labels = [np.load(path) for path in sorted(run_dir.glob("labels_*.npz"))[:-1]]
     data = {k: torch.from_numpy(np.concatenate([part[k] for part in labels])) for k in labels[0].files}
     start = load_checkpoint(trained_run / "last.pt")
     agreement = []
@@ -478,12 +510,16 @@ def test_distil_labels_the_teachers_choice_reproducibly_and_fits_towards_it(trai
     assert play_short_match(load_policy(run_dir / "fitted.pt")) > 0
 
 
-@pytest.mark.parametrize("teacher, message", [("aggressor", "held-out"), ("search:time_limit=0.05", "rollouts"),
-                                              ("search:rollouts=-1", "rollouts"), ("nobody", "unknown")])
-def test_distil_refuses_a_bad_teacher_before_writing_anything(trained_run: Path, tmp_path: Path, teacher, message, capsys):
+@pytest.mark.parametrize("options, message", [
+    (["--teacher", "aggressor"], "held-out"), (["--teacher", "search:time_limit=0.05"], "rollouts"),
+    (["--teacher", "search:rollouts=-1"], "rollouts"), (["--teacher", "nobody"], "unknown"),
+    (["--epochs", "-1"], "--epochs"), (["--learning-rate", "0"], "--learning-rate"), (["--eval-matches", "-2"], "--eval-matches"),
+    (["--decisions", "500", "--chunk", "500"], "whole label chunks"),
+] + ([] if importlib.util.find_spec("ray") else [(["--ray-address", "local"], "needs Ray")]))
+def test_distil_refuses_bad_arguments_before_writing_anything(trained_run: Path, tmp_path: Path, options, message, capsys):
     from training.distil import cli as distil_cli
 
-    assert distil_cli(["--init-from", str(trained_run / "last.pt"), "--teacher", teacher,
+    assert distil_cli(["--init-from", str(trained_run / "last.pt"), *options,
                        "--run-dir", str(tmp_path / "never"), "--no-progress"]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "never").exists()

@@ -44,12 +44,13 @@ from okgin_env.evaluate import make_policy, parse_spec
 
 from .cli import parse_dataclass_args
 from .features import MAX_LEGAL_ACTIONS
-from .improve import chunk_path, finished_chunks
+from .improve import chunk_path, finished_chunks, held_out_chunks
 from .labelling import checkpoint_file, labelling_config, play_learner_matches, record_inputs
 from .policy import load_checkpoint, load_policy
 from .workers import require_ray, run_jobs
 
 PROG = "python -m training.distil"
+VALIDATION_FRACTION = 0.05  # training.improve's default share of held-out decisions (or chunks)
 
 
 @dataclass
@@ -66,6 +67,9 @@ class Args:
     epochs: int = field(default=4, metadata={"help": "passes over the labelled decisions"})
     learning_rate: float = field(default=1e-4, metadata={"help": "Adam learning rate"})
     eval_matches: int = field(default=1000, metadata={"help": "matches against simple for each of start and fitted"})
+    validation_split: str = field(default="jobs", metadata={
+        "choices": ("jobs", "decisions"),
+        "help": "held-out decisions for the fit's report: whole label chunks (other matches) or random decisions"})
     run_dir: str = field(default="runs/distil", metadata={"help": "labels, fitted.pt, summary.json"})
     resume: bool = field(default=False, metadata={
         "help": "keep the label chunks an interrupted run of the same arguments wrote and label only the rest"})
@@ -77,6 +81,12 @@ def parse_args(argv: list[str] | None = None) -> Args:
     for name in ("decisions", "workers", "chunk"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    # Checked now, not after hours of teacher labelling.
+    if args.epochs < 0 or args.eval_matches < 0 or not args.learning_rate > 0:
+        raise ValueError(f"need --epochs >= 0, --eval-matches >= 0 and --learning-rate > 0; got {args.epochs}, "
+                         f"{args.eval_matches} and {args.learning_rate}")
+    if args.validation_split == "jobs":
+        held_out_chunks(-(-args.decisions // args.chunk), VALIDATION_FRACTION)
     name, settings = parse_spec(args.teacher)
     if name in HELD_OUT_BOTS:
         raise ValueError(f"--teacher {args.teacher!r}: the held-out bots ({', '.join(HELD_OUT_BOTS)}) are for "
@@ -161,7 +171,8 @@ def main(argv: list[str] | None = None) -> dict:
     summary = improve.main([
         "--init-from", args.init_from, "--run-dir", str(run_dir), "--reuse-labels", "--objective", "imitate",
         "--seed", str(args.seed), "--epochs", str(args.epochs), "--learning-rate", str(args.learning_rate),
-        "--eval-matches", str(args.eval_matches), "--decisions", str(args.decisions),
+        "--eval-matches", str(args.eval_matches), "--decisions", str(args.decisions), "--workers", str(args.workers),
+        "--validation-split", args.validation_split, "--validation-fraction", str(VALIDATION_FRACTION),
         *([] if args.progress else ["--no-progress"])])
     summary["teacher"] = args.teacher
     summary["labelling_seconds"] = round(labelling_seconds, 1)
@@ -173,7 +184,7 @@ def cli(argv: list[str] | None = None) -> int:
     """``python -m training.distil``: exit 2 with a message on bad input."""
     try:
         main(argv)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, ImportError, FileNotFoundError) as error:  # ImportError: --ray-address without Ray
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -207,11 +207,41 @@ def centred(values: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     return (values - mean).masked_fill(~legal, 0.0)
 
 
+def held_out_chunks(own_chunks: int, fraction: float) -> int:
+    """How many of a run's own label chunks ``--validation-split jobs`` holds out (at least one, and
+    at least one left to fit); a ValueError if the run has too few."""
+    held = max(1, round(own_chunks * fraction))
+    if held >= own_chunks:
+        raise ValueError(f"--validation-split jobs holds out whole label chunks and needs more than {held} of "
+                         f"the run's own; it has {own_chunks} (give a smaller --chunk or more --decisions)")
+    return held
+
+
+def validation_order(lengths: list[int], own_chunks: int, fraction: float, split: str) -> tuple[torch.Tensor, int]:
+    """``(order, held)``: a permutation of all decisions whose first ``held`` are the validation set.
+
+    ``lengths`` are the decisions per chunk, the run's own ``own_chunks`` first, then those of
+    ``--extra-labels``. ``"decisions"``: ``held`` random decisions (``fraction`` of all; the shipped
+    recipe's split). ``"jobs"``: the last of the run's own chunks, whole. Decisions of one round
+    share its hidden deal, so a random split leaves held-out decisions beside fitted ones of the
+    same deal; whole chunks are other matches. (Extra runs may repeat this run's deals, so they
+    are never held out.)
+    """
+    size = sum(lengths)
+    if split == "decisions":
+        return torch.randperm(size), max(1, int(size * fraction))
+    held_chunks = held_out_chunks(own_chunks, fraction)
+    begin = sum(lengths[:own_chunks - held_chunks])
+    end = sum(lengths[:own_chunks])
+    rest = torch.cat([torch.arange(0, begin), torch.arange(end, size)])
+    return torch.cat([torch.arange(begin, end), rest[torch.randperm(rest.shape[0])]]), end - begin
+
+
 def fit_loss(model, batch: dict[str, torch.Tensor], q_scale: float, objective: str = "regress") -> torch.Tensor:
     logits, _ = model(batch["obs"], batch["ctx"], batch["feat"], batch["ids"], batch["legal"])
     if objective == "imitate":
         # The labels are a teacher's choice, one-hot (training.distil): learn to play it.
-        return torch.nn.functional.cross_entropy(logits, batch["q"].masked_fill(~batch["legal"], -1.0).argmax(-1))
+        return torch.nn.functional.cross_entropy(logits, batch["q"].masked_fill(~batch["legal"], float("-inf")).argmax(-1))
     if objective == "policy":
         # Expected label under the policy, for every action at once (no sampling noise), relative
         # to the labels' mean so that the loss is comparable across decisions.
@@ -263,6 +293,8 @@ def main(argv: list[str] | None = None) -> dict:
     chunks = sorted(run_dir.glob("labels_*.npz"))
     if not (args.reuse_labels and chunks):
         sizes = [min(args.chunk, args.decisions - begin) for begin in range(0, args.decisions, args.chunk)]
+        if args.validation_split == "jobs":
+            held_out_chunks(len(sizes), args.validation_fraction)  # refused before any labelling
         # What the chunks are labels of: a resumed run keeps them only if it would label the same.
         manifest = {"init_from": str(Path(args.init_from).resolve()), "rules": rules, "seed": args.seed, "sizes": sizes}
         manifest_path = run_dir / "labels.json"
@@ -289,6 +321,7 @@ def main(argv: list[str] | None = None) -> dict:
             partial.replace(chunk_path(run_dir, k))
         chunks = [chunk_path(run_dir, k) for k in range(len(sizes))]
         print(f"labelled {sum(sizes[k] for k in todo)} decisions in {time.time() - began:.0f} s")
+    own_chunks = len(chunks)
     for extra in filter(None, args.extra_labels.split(",")):
         found = sorted(Path(extra).glob("labels_*.npz"))
         if not found:
@@ -297,18 +330,8 @@ def main(argv: list[str] | None = None) -> dict:
     parts = [np.load(p) for p in chunks]
     data = {k: torch.from_numpy(np.concatenate([p[k] for p in parts])) for k in parts[0].files}
     size = data["q"].shape[0]
-    order = torch.randperm(size)
-    held = max(1, int(size * args.validation_fraction))
-    if args.validation_split == "jobs":
-        # Decisions of one round share its hidden deal, so a random split leaves the fit's decisions
-        # beside held-out ones of the same deal; hold out the last chunks instead (other matches).
-        lengths = [part["q"].shape[0] for part in parts]
-        held_chunks = max(1, round(len(parts) * args.validation_fraction))
-        if held_chunks >= len(parts):
-            raise ValueError(f"--validation-split jobs needs more than {held_chunks} label chunk(s) to hold out; "
-                             f"there are {len(parts)} (give a smaller --chunk or more --decisions)")
-        held = sum(lengths[-held_chunks:])
-        order = torch.cat([torch.arange(size - held, size), torch.randperm(size - held)])
+    order, held = validation_order([part["q"].shape[0] for part in parts], own_chunks, args.validation_fraction,
+                                   args.validation_split)
     validation = {k: v[order[:held]] for k, v in data.items()}
     train_idx = order[held:]
 
