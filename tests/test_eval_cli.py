@@ -99,16 +99,29 @@ def start_long_run(workers: int) -> subprocess.Popen:
     )
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for_workers(run: subprocess.Popen, count: int) -> list[int]:
-    deadline = time.monotonic() + 60
+    """The run's child processes, once ``count`` of them have worked long enough to finish some games.
+
+    Waiting on the workers' CPU time rather than the clock keeps this right on a loaded machine,
+    where importing okgin_env alone can take seconds of wall time."""
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         found = children(run.pid)
-        if len(found) >= count:
-            time.sleep(4)  # the workers import okgin_env and play some games
-            return children(run.pid)
+        # (a multiprocessing resource tracker may be among the children; it does no work)
+        if sum(cpu_seconds(pid) >= 3.0 for pid in found) >= count:
+            return found
         time.sleep(0.2)
     run.kill()
-    pytest.fail(f"the workers did not start: {run.communicate()}")
+    pytest.fail(f"the workers did not start and play: {run.communicate()}")
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")

@@ -76,6 +76,21 @@ def test_improve_resumes_labelling_from_the_chunks_written_before(tmp_path):
     assert (first / "labels_0000.npz").stat().st_mtime_ns == kept  # not labelled again
     with np.load(first / "labels_0001.npz") as a, np.load(second / "labels_0001.npz") as b:
         np.testing.assert_array_equal(a["q"], b["q"])  # the missing chunk, labelled again, is the same
+    # The same checkpoint from another path (a copy, a clone) resumes too: the manifest records its bytes' hash,
+    # and a manifest of the older kind, which recorded the path, is recognised by the file's bytes.
+    import json
+    import shutil
+
+    copy = tmp_path / "copy.pt"
+    shutil.copyfile(CLASSIC, copy)
+    moved = [*common[:1], str(copy), *common[2:]]
+    improve_main([*moved, "--run-dir", str(first), "--resume"])
+    assert (first / "labels_0000.npz").stat().st_mtime_ns == kept
+    manifest = json.loads((first / "labels.json").read_text())
+    assert manifest["init_from"].startswith("sha256:")
+    (first / "labels.json").write_text(json.dumps({**manifest, "init_from": str(copy)}))
+    improve_main([*common, "--run-dir", str(first), "--resume"])
+    assert (first / "labels_0000.npz").stat().st_mtime_ns == kept
     # Other arguments: the old chunks are not the labels asked for and are labelled afresh.
     improve_main([*common[:-1], "4", "--run-dir", str(first), "--resume"])
     assert (first / "labels_0000.npz").stat().st_mtime_ns != kept

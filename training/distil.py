@@ -44,7 +44,7 @@ from okgin_env.evaluate import make_policy, parse_spec
 
 from .cli import parse_dataclass_args
 from .features import MAX_LEGAL_ACTIONS
-from .improve import chunk_path, finished_chunks, held_out_chunks
+from .improve import checkpoint_identity, chunk_path, finished_chunks, held_out_chunks
 from .labelling import checkpoint_file, labelling_config, play_learner_matches, record_inputs
 from .policy import load_checkpoint, load_policy
 from .workers import require_ray, run_jobs
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
 
     sizes = [min(args.chunk, args.decisions - begin) for begin in range(0, args.decisions, args.chunk)]
-    manifest = {"init_from": str(Path(args.init_from).resolve()), "rules": rules, "teacher": args.teacher,
+    manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "teacher": args.teacher,
                 "seed": args.seed, "sizes": sizes}
     done = finished_chunks(run_dir, manifest, sizes) if args.resume else {}
     for old in run_dir.glob("labels_*.npz"):

@@ -49,6 +49,7 @@ two cores), while fits on 72,000 and 150,000 made the policy worse.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import random
 import sys
@@ -179,13 +180,37 @@ def chunk_path(run_dir: Path, k: int) -> Path:
     return run_dir / f"labels_{k:04d}.npz"
 
 
+def checkpoint_identity(path: str | Path) -> str:
+    """What a run's label manifest records of its starting checkpoint: a hash of the file's bytes,
+    so that the same checkpoint resumes from another path (a copy, a clone, another machine)."""
+    return "sha256:" + hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _same_manifest(old: dict, new: dict) -> bool:
+    if old == new:
+        return True
+    # Manifests written before checkpoint hashes recorded the checkpoint's path: the same bytes count.
+    start = old.get("init_from", "")
+    if start.startswith("sha256:") or not Path(start).is_file():
+        return False
+    return {**old, "init_from": checkpoint_identity(start)} == new
+
+
 def finished_chunks(run_dir: Path, manifest: dict, sizes: list[int]) -> dict[int, Path]:
     """The label chunks an earlier run with the same ``manifest`` finished: ``{job index: path}``.
 
     Chunks of another run (other start, rules, seed or sizes) are not kept: their labels would not
-    be the ones this run asks for."""
+    be the ones this run asks for (a line says how many are dropped)."""
     manifest_path = run_dir / "labels.json"
-    if not manifest_path.exists() or json.loads(manifest_path.read_text()) != manifest:
+    if not manifest_path.exists():
+        return {}
+    old = json.loads(manifest_path.read_text())
+    if not _same_manifest(old, manifest):
+        found = len(list(run_dir.glob("labels_*.npz")))
+        if found:
+            changed = sorted(key for key in {*old, *manifest} if old.get(key) != manifest.get(key))
+            print(f"--resume: the {found} label chunks in {run_dir} were made with another {', '.join(changed)}; "
+                  "labelling afresh")
         return {}
     done = {}
     for k, size in enumerate(sizes):
@@ -296,7 +321,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.validation_split == "jobs":
             held_out_chunks(len(sizes), args.validation_fraction)  # refused before any labelling
         # What the chunks are labels of: a resumed run keeps them only if it would label the same.
-        manifest = {"init_from": str(Path(args.init_from).resolve()), "rules": rules, "seed": args.seed, "sizes": sizes}
+        manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "seed": args.seed, "sizes": sizes}
         manifest_path = run_dir / "labels.json"
         done = finished_chunks(run_dir, manifest, sizes) if args.resume else {}
         for old in chunks:
