@@ -91,11 +91,19 @@ def alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def _as_in_a_terminal() -> None:
+    # A shell starts background jobs with Ctrl-C ignored, and an ignored signal stays ignored across
+    # exec (rightly: a background run is not the terminal's to stop). The run under test gets
+    # the disposition a command typed in a terminal has, however pytest itself was started.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_long_run(workers: int) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "okgin_env.evaluate", "simple", "random", "--matches", "20000", "--workers",
          str(workers), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
     )
 
 
