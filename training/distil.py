@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import random
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,10 +43,10 @@ from okgin_env.evaluate import make_policy, parse_spec
 
 from .cli import parse_dataclass_args
 from .features import MAX_LEGAL_ACTIONS
-from .improve import checkpoint_identity, chunk_path, finished_chunks, held_out_chunks
+from .improve import checkpoint_identity, chunk_sizes, held_out_chunks, label_chunks
 from .labelling import checkpoint_file, labelling_config, play_learner_matches, record_inputs
 from .policy import load_checkpoint, load_policy
-from .workers import require_ray, run_jobs
+from .workers import require_ray
 
 PROG = "python -m training.distil"
 VALIDATION_FRACTION = 0.05  # training.improve's default share of held-out decisions (or chunks)
@@ -86,7 +85,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
         raise ValueError(f"need --epochs >= 0, --eval-matches >= 0 and --learning-rate > 0; got {args.epochs}, "
                          f"{args.eval_matches} and {args.learning_rate}")
     if args.validation_split == "jobs":
-        held_out_chunks(-(-args.decisions // args.chunk), VALIDATION_FRACTION)
+        held_out_chunks(len(chunk_sizes(args.decisions, args.chunk)), VALIDATION_FRACTION)
     name, settings = parse_spec(args.teacher)
     if name in HELD_OUT_BOTS:
         raise ValueError(f"--teacher {args.teacher!r}: the held-out bots ({', '.join(HELD_OUT_BOTS)}) are for "
@@ -143,28 +142,13 @@ def main(argv: list[str] | None = None) -> dict:
     make_policy(args.teacher, 0, labelling_config(args.init_from, rules))  # a bad teacher spec fails now
     run_dir.mkdir(parents=True, exist_ok=True)
 
-    sizes = [min(args.chunk, args.decisions - begin) for begin in range(0, args.decisions, args.chunk)]
     manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "teacher": args.teacher,
-                "seed": args.seed, "sizes": sizes}
-    done = finished_chunks(run_dir, manifest, sizes) if args.resume else {}
-    for old in run_dir.glob("labels_*.npz"):
-        if old not in done.values():
-            old.unlink()
-    (run_dir / "labels.json").write_text(json.dumps(manifest))
-    checkpoint = Path(args.init_from).read_bytes() if args.ray_address else str(Path(args.init_from).resolve())
-    todo = [k for k in range(len(sizes)) if k not in done]
-    if done:
-        print(f"resuming: {len(done)} of {len(sizes)} label chunks were written before; labelling the other {len(todo)}")
-    jobs = [(checkpoint, rules, args.teacher, args.seed * 100_000 + k, sizes[k]) for k in todo]
-    began = time.time()
-    for k, labels in zip(todo, run_jobs(label_with_teacher, jobs, workers=args.workers,
-                                        ray_address=args.ray_address or None, progress=args.progress,
-                                        desc=f"teacher labels ({args.chunk} decisions a job)")):
-        partial = run_dir / f"partial_{k:04d}.npz"
-        np.savez_compressed(partial, **labels)
-        partial.replace(chunk_path(run_dir, k))
-    labelling_seconds = time.time() - began
-    print(f"labelled {sum(sizes[k] for k in todo)} decisions with {args.teacher} in {labelling_seconds:.0f} s")
+                "seed": args.seed, "sizes": chunk_sizes(args.decisions, args.chunk)}
+    _, labelling_seconds = label_chunks(
+        run_dir, manifest, args.init_from, label_with_teacher,
+        lambda checkpoint, k, size: (checkpoint, rules, args.teacher, args.seed * 100_000 + k, size),
+        resume=args.resume, workers=args.workers, ray_address=args.ray_address, progress=args.progress,
+        desc=f"teacher labels ({args.chunk} decisions a job)")
 
     from . import improve
 

@@ -180,6 +180,46 @@ def chunk_path(run_dir: Path, k: int) -> Path:
     return run_dir / f"labels_{k:04d}.npz"
 
 
+def chunk_sizes(decisions: int, chunk: int) -> list[int]:
+    """Decisions per labelling job: ``chunk`` each, the last one the rest."""
+    return [min(chunk, decisions - begin) for begin in range(0, decisions, chunk)]
+
+
+def label_chunks(run_dir: Path, manifest: dict, init_from: str, label, job_for, *, resume: bool, workers: int,
+                 ray_address: str, progress: bool, desc: str) -> tuple[list[Path], float]:
+    """Run the labelling jobs of ``manifest["sizes"]`` and save each as ``labels_NNNN.npz``.
+
+    ``label(job)`` runs in the workers (``training.workers.run_jobs``); ``job_for(checkpoint, k,
+    size)`` makes job ``k``'s arguments, ``checkpoint`` being the start's path (local processes)
+    or its bytes (on Ray a node's disk is not this one: ``training.labelling.checkpoint_file``).
+    With ``resume``, the chunks an earlier run of the same ``manifest`` finished are kept
+    (``finished_chunks``); any other chunk in ``run_dir`` is removed. Each file is written aside
+    and renamed, so it is complete or absent and a later ``--resume`` can trust any it finds.
+    Returns every chunk's path, in job order, and the seconds spent labelling.
+    """
+    sizes = manifest["sizes"]
+    done = finished_chunks(run_dir, manifest, sizes) if resume else {}
+    for old in run_dir.glob("labels_*.npz"):
+        if old not in done.values():
+            old.unlink()
+    (run_dir / "labels.json").write_text(json.dumps(manifest))
+    checkpoint = Path(init_from).read_bytes() if ray_address else str(Path(init_from).resolve())
+    todo = [k for k in range(len(sizes)) if k not in done]
+    if done:
+        print(f"resuming: {len(done)} of {len(sizes)} label chunks were written before; labelling the other {len(todo)}")
+    began = time.time()
+    jobs = [job_for(checkpoint, k, sizes[k]) for k in todo]
+    # The jobs return their labels (on a cluster a worker's disk is not this one); saved here, in job order.
+    for k, labels in zip(todo, run_jobs(label, jobs, workers=workers, ray_address=ray_address or None,
+                                        progress=progress, desc=desc)):
+        partial = run_dir / f"partial_{k:04d}.npz"
+        np.savez_compressed(partial, **labels)
+        partial.replace(chunk_path(run_dir, k))
+    seconds = time.time() - began
+    print(f"labelled {sum(sizes[k] for k in todo)} decisions in {seconds:.0f} s")
+    return [chunk_path(run_dir, k) for k in range(len(sizes))], seconds
+
+
 def checkpoint_identity(path: str | Path) -> str:
     """What a run's label manifest records of its starting checkpoint: a hash of the file's bytes,
     so that the same checkpoint resumes from another path (a copy, a clone, another machine)."""
@@ -317,35 +357,16 @@ def main(argv: list[str] | None = None) -> dict:
     # ---- labelling
     chunks = sorted(run_dir.glob("labels_*.npz"))
     if not (args.reuse_labels and chunks):
-        sizes = [min(args.chunk, args.decisions - begin) for begin in range(0, args.decisions, args.chunk)]
+        sizes = chunk_sizes(args.decisions, args.chunk)
         if args.validation_split == "jobs":
             held_out_chunks(len(sizes), args.validation_fraction)  # refused before any labelling
         # What the chunks are labels of: a resumed run keeps them only if it would label the same.
         manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "seed": args.seed, "sizes": sizes}
-        manifest_path = run_dir / "labels.json"
-        done = finished_chunks(run_dir, manifest, sizes) if args.resume else {}
-        for old in chunks:
-            if old not in done.values():
-                old.unlink()
-        manifest_path.write_text(json.dumps(manifest))
-        # Locally the workers read the file; on Ray each job carries the checkpoint's bytes, since a
-        # node's disk is not this one (training.labelling.checkpoint_file).
-        checkpoint = Path(args.init_from).read_bytes() if args.ray_address else str(Path(args.init_from).resolve())
-        todo = [k for k in range(len(sizes)) if k not in done]
-        jobs = [(checkpoint, rules, args.seed * 100_000 + k, sizes[k]) for k in todo]
-        if done:
-            print(f"resuming: {len(done)} of {len(sizes)} label chunks were written before; labelling the other {len(todo)}")
-        began = time.time()
-        # The jobs return their labels (on a cluster a worker's disk is not this one); saved here, in job order,
-        # each file complete or absent (written aside, then renamed), so that --resume can trust any it finds.
         label = label_decisions_batched if args.labelling == "batched" else label_decisions
-        for k, labels in zip(todo, run_jobs(label, jobs, workers=args.workers, ray_address=args.ray_address or None,
-                                            progress=args.progress, desc=f"labelling ({args.chunk} decisions a job)")):
-            partial = run_dir / f"partial_{k:04d}.npz"
-            np.savez_compressed(partial, **labels)
-            partial.replace(chunk_path(run_dir, k))
-        chunks = [chunk_path(run_dir, k) for k in range(len(sizes))]
-        print(f"labelled {sum(sizes[k] for k in todo)} decisions in {time.time() - began:.0f} s")
+        chunks, _ = label_chunks(run_dir, manifest, args.init_from, label,
+                                 lambda checkpoint, k, size: (checkpoint, rules, args.seed * 100_000 + k, size),
+                                 resume=args.resume, workers=args.workers, ray_address=args.ray_address,
+                                 progress=args.progress, desc=f"labelling ({args.chunk} decisions a job)")
     own_chunks = len(chunks)
     for extra in filter(None, args.extra_labels.split(",")):
         found = sorted(Path(extra).glob("labels_*.npz"))
