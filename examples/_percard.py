@@ -34,6 +34,7 @@ from okgin_env.rules.cards import NUM_CARDS
 
 OUTPUTS = ("logits", "value")
 NETWORKS = ("percard", "mlp")
+OBSERVATION_DEFAULT = "features"  # what every example trains on unless told otherwise (--observation)
 
 
 class PerCardNet(nn.Module):
@@ -143,3 +144,14 @@ class ActorCriticNets(nn.Module):
 
     def forward_critic(self, observation: torch.Tensor) -> torch.Tensor:
         return self.value_net(observation)
+
+
+def add_network_arguments(parser) -> None:
+    """The examples' ``--network``, ``--hidden`` and ``--observation`` options (argparse)."""
+    from okgin_env.observation import OBSERVATIONS
+
+    parser.add_argument("--network", default="percard", choices=NETWORKS,
+                        help="percard: one small network shared by the 52 cards (PerCardNet); mlp: two layers over the flat array")
+    parser.add_argument("--hidden", type=int, default=64, help="units per hidden layer")
+    parser.add_argument("--observation", default=OBSERVATION_DEFAULT, choices=OBSERVATIONS,
+                        help="card planes alone, or with the solver features appended")

@@ -65,11 +65,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEFAULT_ENV_OPTIONS, Stopwatch, evaluation, machine_note, write_results  # noqa: E402
 import _percard  # noqa: E402
-from _percard import NETWORKS, as_model_input, make_network  # noqa: E402
+from _percard import OBSERVATION_DEFAULT, add_network_arguments, as_model_input, make_network  # noqa: E402
 from _versus_simple import evaluate_vs_simple  # noqa: E402
 
 import okgin_env  # noqa: E402
-from okgin_env.observation import OBSERVATIONS, check_observation  # noqa: E402
+from okgin_env.observation import check_observation  # noqa: E402
 from pettingzoo.utils.wrappers import BaseWrapper  # noqa: E402
 
 from ray.rllib.callbacks.callbacks import RLlibCallback  # noqa: E402
@@ -83,7 +83,6 @@ POLICY = "shared"
 BOT_POLICY = "simple"
 OPPONENTS = ("simple", "self")
 ENV_NAME = "okgin_pettingzoo"
-OBSERVATION_DEFAULT = "features"
 
 
 # --------------------------------------------------------------------------- worker-side code
@@ -535,11 +534,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--gamma", type=float, default=1.0, help="discount per decision")
     parser.add_argument("--entropy", type=float, default=0.01, help="entropy bonus coefficient")
-    parser.add_argument("--network", default="percard", choices=NETWORKS,
-                        help="percard: one small network shared by the 52 cards; mlp: two layers over the flat array")
-    parser.add_argument("--hidden", type=int, default=64, help="units per hidden layer")
-    parser.add_argument("--observation", default=OBSERVATION_DEFAULT, choices=OBSERVATIONS,
-                        help="card planes alone, or with the solver features appended")
+    add_network_arguments(parser)
     parser.add_argument("--opponent", default="simple", choices=OPPONENTS,
                         help="simple: the other seat is the simple bot (a non-trainable RLModule); self: self-play")
     parser.add_argument("--reward", default="points", choices=["points", "win"],

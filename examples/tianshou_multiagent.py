@@ -51,18 +51,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 from _common import DEFAULT_ENV_OPTIONS, Stopwatch, check_legal, evaluation, machine_note, write_results  # noqa: E402
-from _percard import NETWORKS, as_model_input, make_network  # noqa: E402
+from _percard import OBSERVATION_DEFAULT, add_network_arguments, as_model_input, make_network  # noqa: E402
 from _versus_simple import evaluate_vs_simple  # noqa: E402
 
 import okgin_env  # noqa: E402
 from okgin_env.bots import make_bot  # noqa: E402
-from okgin_env.observation import OBSERVATIONS, check_observation  # noqa: E402
+from okgin_env.observation import check_observation  # noqa: E402
 from pettingzoo import AECEnv  # noqa: E402
 from tianshou.utils.net.common import ActionReprNet  # noqa: E402
 
 AGENTS = ("learner", "opponent")
 OPPONENTS = ("simple", "random", "ppo")
-OBSERVATION_DEFAULT = "features"
 
 
 class SeatSwap(AECEnv):
@@ -472,11 +471,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--gamma", type=float, default=1.0, help="discount per learner decision")
     parser.add_argument("--entropy", type=float, default=0.01, help="entropy bonus coefficient")
-    parser.add_argument("--network", default="percard", choices=NETWORKS,
-                        help="percard: one small network shared by the 52 cards; mlp: two layers over the flat array")
-    parser.add_argument("--hidden", type=int, default=64, help="units per hidden layer")
-    parser.add_argument("--observation", default=OBSERVATION_DEFAULT, choices=OBSERVATIONS,
-                        help="card planes alone, or with the solver features appended")
+    add_network_arguments(parser)
     parser.add_argument("--opponent", default="simple", choices=OPPONENTS)
     parser.add_argument("--reward", default="points", choices=["points", "win"],
                         help="points: the round's score (scaled by 1/25); win: +1/-1 for the round's winner/loser")

@@ -55,7 +55,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Stopwatch, check_legal, evaluation, machine_note, write_results  # noqa: E402
-from _percard import NETWORKS, PerCardNet, as_model_input  # noqa: E402
+from _percard import NETWORKS, OBSERVATION_DEFAULT, PerCardNet, add_network_arguments, as_model_input  # noqa: E402
 from _versus_simple import evaluate_vs_simple  # noqa: E402
 
 import okgin_env  # noqa: E402
@@ -71,7 +71,6 @@ SEATS = ("player_0", "player_1")
 # okgin's observation space is a Dict; the wrapper takes "action_mask" out of it and keeps the
 # rest as a nested entry, so the flat array sits at ("observation", "observation") in the group.
 OBS_KEY = ("observation", "observation")
-OBSERVATION_DEFAULT = "features"
 
 
 class MaskAudit(BaseWrapper):
@@ -457,11 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--gamma", type=float, default=1.0, help="discount per learner decision")
     parser.add_argument("--entropy", type=float, default=0.01, help="entropy bonus coefficient")
-    parser.add_argument("--network", default="percard", choices=NETWORKS,
-                        help="percard: one small network shared by the 52 cards (PerCardNet); mlp: an MLP over the flat array")
-    parser.add_argument("--hidden", type=int, default=64, help="units per hidden layer")
-    parser.add_argument("--observation", default=OBSERVATION_DEFAULT, choices=OBSERVATIONS,
-                        help="card planes alone, or with the solver features appended")
+    add_network_arguments(parser)
     parser.add_argument("--opponent", default="simple", choices=["random", "simple"])
     parser.add_argument("--reward", default="points", choices=["points", "win"],
                         help="points: the round's score (scaled by 1/25), which also tells a lost round "

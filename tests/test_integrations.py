@@ -168,7 +168,6 @@ def test_percard_network_lines_up_with_the_actions():
 
 def test_tianshou_multiagent(tmp_path):
     pytest.importorskip("tianshou")
-    from okgin_env.features import with_features
 
     example = load_example("tianshou_multiagent")
     results = example.train(steps=640, n_envs=2, collect_steps=320, epochs=1, eval_rounds=4, eval_matches=2, audit=True, out=tmp_path)
@@ -451,32 +450,11 @@ def test_torchrl_learner_decisions():
     assert example.learner_decisions(batch[:, :1], learner_seats) is None  # no round finished
 
 
-def test_torchrl_per_card_network_lines_up_with_the_actions():
-    """PerCardNet's card c logits land on the actions DISCARD_BASE + c and KNOCK_BASE + c."""
+def test_torchrl_uses_the_shared_per_card_network():
+    """The TorchRL example's PerCardNet is examples/_percard's, whose action layout
+    test_percard_network_lines_up_with_the_actions checks."""
     pytest.importorskip("torchrl")
-    import torch
-    from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-
-    example = load_example("torchrl_ppo")
-    net = example.PerCardNet("features", "logits", hidden=8)
-    with torch.no_grad():
-        for parameter in net.parameters():
-            parameter.zero_()
-        net.card_head.bias.copy_(torch.tensor([1.0, 2.0]))  # discard, knock
-        # Card c's discard logit also gets c / 100 through its embedding: tells the cards apart.
-        net.card_embedding[:, 0] = torch.arange(52) / 100
-        net.card_net[2].bias.zero_()
-        net.card_net[0].weight[0, net.card_net[0].in_features - net.rest_net[0].out_features - 8] = 1.0
-        net.card_net[2].weight[0, 0] = 1.0
-        net.card_head.weight[0, 0] = 1.0
-        net.summary_head[2].bias.copy_(torch.tensor([10.0, 20.0, 30.0]))
-        logits = net(torch.zeros(example.layout_for(2, "features").size))
-    assert logits.shape == (okgin_env.NUM_ACTIONS,)
-    assert logits[[DRAW_STOCK, TAKE_DISCARD, PASS]].tolist() == [10.0, 20.0, 30.0]
-    np.testing.assert_allclose(logits[DISCARD_BASE : DISCARD_BASE + 52].numpy(), 1 + np.arange(52) / 100, rtol=1e-6)
-    np.testing.assert_allclose(logits[KNOCK_BASE : KNOCK_BASE + 52].numpy(), 2.0)
-    value = example.PerCardNet("cards", "value", hidden=8)(torch.zeros(3, example.layout_for(2, "cards").size))
-    assert value.shape == (3, 1)
+    assert load_example("torchrl_ppo").PerCardNet is load_example("_percard").PerCardNet
 
 
 def test_torchrl_bad_settings_exit_2(capsys):
