@@ -440,6 +440,36 @@ def view(observation: dict) -> ObservationView:
     )
 
 
+def view_of_state(round_state: RoundState, scores: list[int], target_score: int, observer: int) -> ObservationView:
+    """``view`` of ``encode``'s observation of seat ``observer`` (with the round's legal actions
+    for its mask), read straight from the state: what rollouts and searches that hold the state
+    use instead of encoding floats and decoding them again. ``tests/test_observation.py`` checks
+    that it equals ``view({"observation": encode(...), "action_mask": legal_mask()})`` field by field."""
+    st = round_state
+    n = st.num_players
+    over = st.phase is Phase.OVER
+    others = [(observer + k) % n for k in range(1, n)]
+    return ObservationView(
+        num_players=n,
+        hand=st.hands[observer],
+        taken_card=st.taken_card if st.taken_card >= 0 and st.current == observer and not over else -1,
+        discard_top=st.discard_pile[-1] if st.discard_pile else -1,
+        discard_pile=sum(1 << card for card in st.discard_pile),
+        upcard=st.upcard,
+        opponent_known=[st.hands[seat] if over else st.known[seat] for seat in others],
+        opponent_passed=[st.passed[seat] for seat in others],
+        knock_limit=st.knock_limit,
+        stock_size=len(st.stock),
+        phase=st.phase,
+        acting_seat=None if over else (st.current - observer) % n,
+        seat_from_dealer=(observer - st.dealer) % n,
+        scores=[scores[(observer + k) % n] for k in range(n)],
+        target_score=target_score,
+        reshuffles=st.reshuffles,
+        legal=list(st.legal_actions()) if st.current == observer and not over else [],
+    )
+
+
 def decode(observation: Any, num_players: int | None = None) -> dict[str, object]:
     """Named, readable parts of an observation: card planes as card texts, numbers in their units.
 
@@ -491,5 +521,5 @@ __all__ = [
     "KNOCK_LIMIT_SCALE", "OBSERVATIONS", "OBSERVATION_VERSION", "SCALES", "STOCK_SCALE", "TARGET_SCALE",
     "ObservationLayout", "ObservationView", "PackedEncoder", "check_observation", "decode", "encode",
     "hand_from_observation",
-    "layout_for", "layout_of", "num_players_of", "to_text", "view",
+    "layout_for", "layout_of", "num_players_of", "to_text", "view", "view_of_state",
 ]

@@ -117,22 +117,26 @@ def test_suit_neighbours_do_not_wrap_between_suits():
 
 
 def test_a_decision_runs_the_solver_once_per_hand(monkeypatch):
-    """One read of the view per decision: the hand's deadwood once, each discard's once (a card's
-    plain discard and its knock leave the same hand), one best-discard for the face-up card."""
-    calls: list[int] = []
+    """One read of the view per decision: the hand's deadwood once, every discard's in one pass
+    over the hand when there are discards or knocks (a card's plain discard and its knock leave
+    the same hand), one best-discard for the face-up card."""
+    calls: list = []
 
     def counting(solver):
-        def count(mask):
-            calls.append(mask)
-            return solver(mask)
+        def count(*masks):
+            calls.append(masks)
+            return solver(*masks)
         return count
 
-    monkeypatch.setattr(features, "deadwood_of_mask", counting(features.deadwood_of_mask))
-    monkeypatch.setattr(features, "best_discard_deadwood_of_mask", counting(features.best_discard_deadwood_of_mask))
+    for name in ("deadwood_of_mask", "best_discard_deadwood_of_mask", "deadwood_after_discards"):
+        monkeypatch.setattr(features, name, counting(getattr(features, name)))
     for observation in decisions("penalty", 2, count=200):
         v = view(observation)
         calls.clear()
         encode_decision(observation["observation"], observation["action_mask"], 2)
-        cards = {a - (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE) for a in v.legal if a >= DISCARD_BASE}
+        discards = any(a >= DISCARD_BASE for a in v.legal)
         face_up = v.discard_top >= 0 and any(a < DISCARD_BASE and a != 0 for a in v.legal)
-        assert len(calls) == 1 + len(cards) + face_up == len(set(calls))
+        expected = [(v.hand,)] + [(v.hand, v.hand)] * discards
+        if face_up:
+            expected.append((v.hand | 1 << v.discard_top,))
+        assert sorted(calls) == sorted(expected)

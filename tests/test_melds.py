@@ -18,9 +18,12 @@ from hypothesis import strategies as st
 
 import okgin_env
 from okgin_env.rules.cards import from_mask, parse_cards, to_mask
+from okgin_env.rules import melds as solver
 from okgin_env.rules.melds import (
     best_discard,
     best_layoffs,
+    deadwood_after_discards,
+    deadwood_of_mask,
     knock_discards_of_mask,
     layouts_of_mask,
 )
@@ -590,3 +593,27 @@ def test_large_hands_use_the_rank_programme_and_agree_with_set_enumeration():
         assert _deadwood_by_rank_dp(mask) == _min_over_sets(*suits, _ranks_held_three_times(*suits), _leaf_deadwood)
     assert okgin_env.deadwood(range(52)) == 0
     assert okgin_env.deadwood([c for c in range(52) if c % 13 != 6]) == 0  # no sevens: runs A-6 and 8-K
+
+
+@pytest.mark.parametrize("dense", [False, True], ids=["random", "dense"])
+def test_deadwood_after_discards_is_the_solver_after_each_discard(dense):
+    """One pass over a hand (a table lookup per card for hands without a rank held three times)
+    gives the brute-force deadwood of the hand less each card, for any subset of its cards."""
+    rng = random.Random(5 + dense)
+    for hand in hands(seed=31 + dense, count=600, sizes=list(range(1, 12)), dense=dense):
+        mask = to_mask(hand)
+        cards = to_mask(c for c in hand if rng.random() < 0.7)
+        expected = [(c, brute_deadwood([x for x in hand if x != c])) for c in sorted(from_mask(cards))]
+        assert deadwood_after_discards(mask, cards) == expected, hand
+
+
+def test_the_solver_memo_is_bounded_and_changes_no_answer(monkeypatch):
+    """Set hands are memoised; a full memo is emptied, and answers stay the solver's."""
+    monkeypatch.setattr(solver, "_MEMO_LIMIT", 8)
+    monkeypatch.setattr(solver, "_SET_HAND_DEADWOOD", {})
+    set_hands = [h for h in hands(seed=41, count=400, sizes=[10, 11], dense=True)
+                 if solver._ranks_held_three_times(*solver._split(to_mask(h)))]
+    assert len(set_hands) > 20
+    for hand in set_hands + set_hands:  # the second time round, some answers come from the memo
+        assert deadwood_of_mask(to_mask(hand)) == brute_deadwood(hand)
+        assert len(solver._SET_HAND_DEADWOOD) <= 8

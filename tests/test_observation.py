@@ -15,7 +15,9 @@ import pytest
 
 import okgin_env
 from okgin_env import card_id, card_str, parse_cards
-from okgin_env.observation import PackedEncoder, decode, encode, hand_from_observation, layout_for, to_text, view
+from okgin_env.observation import (
+    PackedEncoder, decode, encode, hand_from_observation, layout_for, to_text, view, view_of_state,
+)
 from okgin_env.rules.cards import from_mask, to_mask
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS
 from okgin_env.rules.round import Phase
@@ -476,3 +478,32 @@ def test_packed_encoder_is_encode_and_the_legal_mask_for_every_seat(kwargs):
     live = [g for g in games if not rounds[g].is_over]  # what BatchEnv packs: a seat is to act
     assert encoder.pack_acting(rounds, piles, live) == encoder.pack_seats(rounds, piles, live, [rounds[g].current for g in live])
     assert states == n * 400
+
+
+@pytest.mark.parametrize("kwargs", PRESETS)
+def test_view_of_state_is_the_view_of_the_encoded_observation(kwargs):
+    """What rollouts read from the state equals what the seat's observation decodes to, field by
+    field, for every seat of states reached by random play (ended rounds, taken cards, knocks)."""
+    env = okgin_env.env(episode="round", max_turns=40, **kwargs)
+    env.reset(seed=21)
+    raw = env.unwrapped
+    n = len(raw.possible_agents)
+    target = raw.config.target_score
+    rng = random.Random(21)
+    checked = over = 0
+    for _ in range(300):
+        st = raw.round_state
+        scores = [rng.randrange(target) for _ in range(n)]
+        for seat in range(n):
+            mask = st.legal_mask() if st.current == seat and not st.is_over else np.zeros(107, np.int8)
+            expected = view({"observation": encode(st, scores, target, seat), "action_mask": mask})
+            assert view_of_state(st, scores, target, seat) == expected, (seat, st.phase)
+            checked += 1
+        if st.is_over:
+            over += 1
+            env.reset(seed=rng.randrange(1000))
+            continue
+        legal = st.legal_actions()
+        knocks = [a for a in legal if a >= KNOCK_BASE]
+        env.step(knocks[0] if knocks and rng.random() < 0.5 else legal[rng.randrange(len(legal))])
+    assert over > 0 and checked >= 300 * n

@@ -37,12 +37,12 @@ import torch
 
 from okgin_env.bots.simple import SimpleBot, simple_action_for_state
 from okgin_env.match_loop import play_match
-from okgin_env.observation import encode
+from okgin_env.observation import encode, view_of_state
 from okgin_env.rules.config import make_config
 from okgin_env.rules.round import Phase
 
 from .features import MAX_LEGAL_ACTIONS
-from .policy import encode_batch, encode_decision, load_checkpoint, load_policy
+from .policy import encode_decision, encode_view, load_checkpoint, load_policy
 
 DEFAULT_ROLLOUT_BATCH = 1024
 LABEL_KEYS = ("obs", "ctx", "feat", "ids", "legal", "q")
@@ -93,9 +93,11 @@ def _advance(rollout: _Rollout, learner: int) -> bool:
 
 def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int) -> None:
     """Apply the network's greedy action in every rollout (one forward pass)."""
-    observations = np.stack([encode(r.state, r.scores, target, learner) for r in rollouts])
-    masks = np.stack([r.state.legal_mask() for r in rollouts])
-    (flat, context, features, ids, legal), actions = encode_batch(observations, masks, num_players)
+    flat = torch.from_numpy(np.stack([encode(r.state, r.scores, target, learner) for r in rollouts]))
+    # The network's other inputs from each state's view (no decoding of the floats just written).
+    encoded = [encode_view(view_of_state(r.state, r.scores, target, learner), num_players) for r in rollouts]
+    context, features, ids, legal = (torch.from_numpy(np.stack(part)) for part in list(zip(*encoded))[:4])
+    actions = [e[4] for e in encoded]
     width = max(len(a) for a in actions)
     with torch.no_grad():
         logits, _ = model(flat, context, features[:, :width], ids[:, :width], legal[:, :width])

@@ -191,7 +191,12 @@ def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:
 
 def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int):
     """Network inputs of one decision: (context, action features, action ids, legal flags, actions)."""
-    view = observation_view({"observation": observation, "action_mask": mask})
+    return encode_view(observation_view({"observation": observation, "action_mask": mask}), num_players)
+
+
+def encode_view(view, num_players: int):
+    """``encode_decision`` from the decoded observation (``okgin_env.observation.view``, or
+    ``view_of_state`` where the state is at hand)."""
     if view.num_players != num_players:
         raise ValueError(f"the observation is for {view.num_players} players, the network for {num_players}")
     actions = view.legal  # the mask's legal ids, ascending, as Python ints

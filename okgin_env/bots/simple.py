@@ -22,18 +22,21 @@ import random
 
 from ..observation import view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
+from ..rules.cards import to_mask
 from ..rules.config import RulesConfig
-from ..rules.melds import deadwood_of_mask, in_some_meld
+from ..rules.melds import deadwood_after_discards, in_some_meld
 from ..rules.round import Phase, RoundState
 from .settings import COMMON_SETTINGS, check_rules, check_seed, unknown_settings_error
 
 
-def least_deadwood_discards(hand: int, candidates: list[int]) -> tuple[int, list[int]]:
-    """``(least deadwood left, the candidate cards reaching it)`` for discarding one card of ``hand``."""
+def least_deadwood_discards(hand: int, candidates: list[int] | int) -> tuple[int, list[int]]:
+    """``(least deadwood left, the candidate cards reaching it, ascending)`` for discarding one card
+    of ``hand``; ``candidates``: ascending card ids, or a mask of them."""
+    if not isinstance(candidates, int):
+        candidates = to_mask(candidates)
     best = 1 << 30
     cards: list[int] = []
-    for card in candidates:
-        value = deadwood_of_mask(hand & ~(1 << card))
+    for card, value in deadwood_after_discards(hand, candidates):
         if value < best:
             best, cards = value, [card]
         elif value == best:
@@ -84,13 +87,7 @@ def simple_action_for_state(state: RoundState, rng: random.Random) -> int:
     phase = state.phase
     hand = state.hands[state.current]
     if phase is Phase.DISCARD:
-        candidates = []
-        rest = state.discardable()
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            candidates.append(low.bit_length() - 1)
-        best, cards = least_deadwood_discards(hand, candidates)
+        best, cards = least_deadwood_discards(hand, state.discardable())
         # A knock is legal exactly when the discard leaves deadwood within the knock limit (docs/rules.md §5).
         base = KNOCK_BASE if best <= state.knock_limit else DISCARD_BASE
         return base + _pick(rng, cards)

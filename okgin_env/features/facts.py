@@ -22,7 +22,7 @@ import numpy as np
 from ..observation import KNOCK_LIMIT_SCALE, STOCK_SCALE, ObservationView
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from ..rules.cards import CARD_VALUES, NUM_CARDS, NUM_RANKS, NUM_SUITS, SUIT_MASK
-from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
+from ..rules.melds import best_discard_deadwood_of_mask, deadwood_after_discards, deadwood_of_mask
 
 # ----------------------------------------------------------------------------- card relations
 # Every function here works on a Python int mask and, element by element, on a numpy int64 array of
@@ -118,9 +118,11 @@ class _Facts:
         if after is None:
             if card < 0:
                 after = _deadwood_after_taking(self.hand, 1 << self.top_card)
+                self._after[card] = after
             else:
-                after = _deadwood_after(self.hand, 1 << card)
-            self._after[card] = after
+                # A discard decision asks about (nearly) every card: all of them in one solver pass.
+                self._after.update(deadwood_after_discards(self.hand, self.hand))
+                after = self._after[card]
         return after
 
 
