@@ -32,8 +32,9 @@ from training.features import (  # noqa: E402
     action_features,
     context_features,
     decision_features,
+    decision_features_batch,
 )
-from training.policy import encode_decision  # noqa: E402
+from training.policy import encode_batch, encode_decision  # noqa: E402
 
 def mask_of(cards: str) -> int:
     return to_mask(parse_cards(cards))
@@ -140,3 +141,43 @@ def test_a_decision_runs_the_solver_once_per_hand(monkeypatch):
         if face_up:
             expected.append((v.hand | 1 << v.discard_top,))
         assert sorted(calls) == sorted(expected)
+
+
+def mixed_decisions(rules: str, num_players: int, count: int) -> list[dict]:
+    """Seats to act in matches of random and simple players: takes, passes, knocks, long rounds."""
+    config = make_config(rules, num_players=num_players)
+    seen: list[dict] = []
+    seed = 0
+    while len(seen) < count:
+        rng, _ = seeding.np_random(100 + seed)
+        bots = [make_bot("random" if (seed + s) % 2 else "simple", seed=10 * seed + s) for s in range(num_players)]
+        play_match(config, bots, rng, max_rounds=5, on_decision=lambda match, seat, obs: seen.append(obs) or len(seen) >= count)
+        seed += 1
+    return seen
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[f"{r}-{n}p" for r, n in TABLES])
+def test_the_batched_features_are_the_one_decision_features_bit_for_bit(table):
+    """``decision_features_batch`` (labelling's rollouts, training's batches) equals the frozen
+    one-decision path on every row, padding included, and ``encode_batch`` equals ``encode_decision``."""
+    observations = mixed_decisions(*table, count=400)
+    views = [view(o) for o in observations]
+    actions = [v.legal for v in views]
+    kinds = {a if a < DISCARD_BASE else (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE) for legal in actions for a in legal}
+    assert kinds == {0, 1, 2, DISCARD_BASE, KNOCK_BASE}  # every kind of action row is compared
+    contexts, rows = decision_features_batch(views, actions)
+    for k, (v, legal) in enumerate(zip(views, actions)):
+        context, expected = decision_features(v, legal)
+        assert np.array_equal(contexts[k], context) and np.array_equal(rows[k], expected), k
+    width = max(len(a) for a in actions)
+    assert np.array_equal(decision_features_batch(views, actions, width)[1], rows[:, :width])
+    with pytest.raises(ValueError, match="do not fit"):
+        decision_features_batch(views, actions, width - 1)
+    tensors, batch_actions = encode_batch(np.stack([o["observation"] for o in observations]),
+                                          np.stack([o["action_mask"] for o in observations]), table[1])
+    assert batch_actions == actions
+    for k, o in enumerate(observations):
+        one = encode_decision(o["observation"], o["action_mask"], table[1])
+        assert np.array_equal(tensors[0][k].numpy(), o["observation"])
+        for tensor, part in zip(tensors[1:], one[:4]):
+            assert np.array_equal(tensor[k].numpy(), part), k

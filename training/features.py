@@ -10,7 +10,7 @@ enough on two CPU cores.
 
 The computation lives in ``okgin_env.features`` (numpy only), the one implementation that the
 env option ``observation="features"`` uses too; this module re-exports what training, labelling
-and play use (``decision_features``, ``action_features``, ``context_features`` and their sizes).
+and play use (``decision_features``, its batched form ``decision_features_batch``, ``action_features``, ``context_features`` and their sizes).
 They are frozen: the shipped checkpoints were trained on these inputs bit for bit.
 """
 
@@ -26,6 +26,7 @@ from okgin_env.features import (
     action_features,
     context_features,
     decision_features,
+    decision_features_batch,
 )
 from okgin_env.rules.cards import NUM_CARDS, to_mask
 from okgin_env.rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask

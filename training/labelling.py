@@ -42,7 +42,7 @@ from okgin_env.rules.config import make_config
 from okgin_env.rules.round import Phase
 
 from .features import MAX_LEGAL_ACTIONS
-from .policy import encode_decision, encode_view, load_checkpoint, load_policy
+from .policy import encode_decision, encode_views, load_checkpoint, load_policy
 
 DEFAULT_ROLLOUT_BATCH = 1024
 LABEL_KEYS = ("obs", "ctx", "feat", "ids", "legal", "q")
@@ -94,13 +94,13 @@ def _advance(rollout: _Rollout, learner: int) -> bool:
 def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int) -> None:
     """Apply the network's greedy action in every rollout (one forward pass)."""
     flat = torch.from_numpy(np.stack([encode(r.state, r.scores, target, learner) for r in rollouts]))
-    # The network's other inputs from each state's view (no decoding of the floats just written).
-    encoded = [encode_view(view_of_state(r.state, r.scores, target, learner), num_players) for r in rollouts]
-    context, features, ids, legal = (torch.from_numpy(np.stack(part)) for part in list(zip(*encoded))[:4])
-    actions = [e[4] for e in encoded]
-    width = max(len(a) for a in actions)
+    # The network's other inputs from each state's view (no decoding of the floats just written),
+    # the action rows cut to the widest legal set (padding rows only add -inf logits).
+    views = [view_of_state(r.state, r.scores, target, learner) for r in rollouts]
+    width = max(len(v.legal) for v in views)
+    (context, features, ids, legal), actions = encode_views(views, num_players, width)
     with torch.no_grad():
-        logits, _ = model(flat, context, features[:, :width], ids[:, :width], legal[:, :width])
+        logits, _ = model(flat, context, features, ids, legal)
     for rollout, choice, legal_actions in zip(rollouts, torch.argmax(logits, dim=-1).tolist(), actions):
         rollout.state.apply_unchecked(legal_actions[choice])
 

@@ -26,7 +26,7 @@ from okgin_env.observation import view as observation_view
 from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 
-from .features import MAX_LEGAL_ACTIONS, decision_features
+from .features import MAX_LEGAL_ACTIONS, decision_features, decision_features_batch
 from .model import PolicyValueNet, parameter_shapes
 
 CHECKPOINT_FORMAT = 1
@@ -208,19 +208,29 @@ def encode_view(view, num_players: int):
     return context, features, ids, legal, actions
 
 
+def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS):
+    """``encode_decision`` of many decisions at once, from their views, stacked as tensors:
+    ``((context, action features, action ids, legal flags), each decision's legal actions)``, the
+    action rows cut to ``width`` (rows past a decision's legal actions are padding). Equal, row for
+    row, to ``encode_decision`` (``tests/test_training.py``)."""
+    for v in views:
+        if v.num_players != num_players:
+            raise ValueError(f"the observation is for {v.num_players} players, the network for {num_players}")
+    actions = [v.legal for v in views]
+    contexts, features = decision_features_batch(views, actions, width)
+    ids = np.full((len(views), width), NUM_ACTIONS, dtype=np.int64)  # NUM_ACTIONS: the padding id
+    legal = np.zeros((len(views), width), dtype=bool)
+    for row, legal_actions in enumerate(actions):
+        ids[row, : len(legal_actions)] = legal_actions
+        legal[row, : len(legal_actions)] = True
+    return tuple(torch.from_numpy(x) for x in (contexts, features, ids, legal)), actions
+
+
 def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int):
     """Network inputs for a batch of decisions, and each decision's legal actions."""
-    contexts, features, ids, legals, actions = [], [], [], [], []
-    for observation, mask in zip(observations, masks):
-        context, feature, action_ids, legal, legal_actions = encode_decision(observation, mask, num_players)
-        contexts.append(context)
-        features.append(feature)
-        ids.append(action_ids)
-        legals.append(legal)
-        actions.append(legal_actions)
-    tensors = (torch.from_numpy(np.asarray(observations, dtype=np.float32)),
-               *(torch.from_numpy(np.stack(x)) for x in (contexts, features, ids, legals)))
-    return tensors, actions
+    views = [observation_view({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)]
+    tensors, actions = encode_views(views, num_players)
+    return (torch.from_numpy(np.asarray(observations, dtype=np.float32)), *tensors), actions
 
 
 class NetworkPolicy:

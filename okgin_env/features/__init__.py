@@ -58,6 +58,7 @@ from .facts import (
     action_features,
     context_features,
     decision_features,
+    decision_features_batch,
 )
 from .planes import (
     DEADWOOD_SCALE,
@@ -97,6 +98,7 @@ __all__ = [
     "action_features",
     "context_features",
     "decision_features",
+    "decision_features_batch",
     "decode_features",
     "feature_bounds",
     "feature_slices",

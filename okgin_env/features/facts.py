@@ -249,6 +249,91 @@ def decision_features(
     return _context(facts), rows
 
 
+# ----------------------------------------------------------------------------- many decisions at once
+
+_POPCOUNT16 = np.array([bin(i).count("1") for i in range(1 << 16)], dtype=np.int64)
+_MELD_PARTNER_ARRAY = np.array(_MELD_PARTNERS, dtype=np.int64)
+_CARD_VALUE_ARRAY = np.array(CARD_VALUES + (0,), dtype=np.float64)  # index -1: no card
+
+
+def _popcount(masks: np.ndarray) -> np.ndarray:
+    """Set bits of each 52-bit mask (int64), four 16-bit table lookups (numpy >= 1.24 has no bit count)."""
+    return (_POPCOUNT16[masks & 0xFFFF] + _POPCOUNT16[masks >> 16 & 0xFFFF]
+            + _POPCOUNT16[masks >> 32 & 0xFFFF] + _POPCOUNT16[masks >> 48 & 0xFFFF])
+
+
+def decision_features_batch(
+    views: Sequence[ObservationView], actions: Sequence[Sequence[int]], width: int = MAX_LEGAL_ACTIONS
+) -> tuple[np.ndarray, np.ndarray]:
+    """``decision_features`` of many decisions, stacked: ``(B, NUM_CONTEXT_FEATURES)`` contexts and
+    ``(B, width, NUM_ACTION_FEATURES)`` action rows, equal bit for bit to the one-decision path
+    (``tests/test_features.py``). Only the solver facts are looked up decision by decision; the
+    card arithmetic runs once over every action row of the batch, in float64 as Python's floats
+    are and then stored as float32, so the rounding is the same."""
+    count = len(views)
+    facts = [_training_facts(v) for v in views]
+    contexts = np.stack([_context(f) for f in facts]) if count else np.zeros((0, NUM_CONTEXT_FEATURES), np.float32)
+    # One entry per action row: (decision, row, kind, card or -1, deadwood after, the hand the
+    # card's partners are counted in, whether the card features apply).
+    where, slot, kinds, cards, afters, partner_hands = [], [], [], [], [], []
+    for b, (f, legal) in enumerate(zip(facts, actions)):
+        if len(legal) > width:
+            raise ValueError(f"{len(legal)} actions do not fit in {width} rows")
+        hand = f.hand
+        for j, action in enumerate(legal):
+            where.append(b)
+            slot.append(j)
+            if action == DRAW_STOCK:
+                kinds.append(0)
+                cards.append(-1)
+                afters.append(0)
+                partner_hands.append(0)
+            elif action == TAKE_DISCARD or action == PASS:
+                kinds.append(1 if action == TAKE_DISCARD else 2)
+                top_card = f.top_card
+                cards.append(top_card)
+                afters.append(f.deadwood_after(-1) if top_card >= 0 else 0)
+                partner_hands.append(hand)
+            else:
+                knock = action >= KNOCK_BASE
+                card = action - (KNOCK_BASE if knock else DISCARD_BASE)
+                kinds.append(4 if knock else 3)
+                cards.append(card)
+                afters.append(f.deadwood_after(card))
+                partner_hands.append(hand & ~(1 << card))
+    rows = np.zeros((count, width, NUM_ACTION_FEATURES), dtype=np.float32)
+    if not where:
+        return contexts, rows
+    where_array, slot_array = np.array(where), np.array(slot)
+    kind, card = np.array(kinds), np.array(cards)
+    after = np.array(afters, dtype=np.float64)
+    per_decision = np.array([(f.hand_deadwood, f.knock_limit, f.stock_fraction) for f in facts], dtype=np.float64)[where_array]
+    hand_deadwood, knock_limit, stock = per_decision[:, 0], per_decision[:, 1], per_decision[:, 2]
+    masks = np.array([(f.unseen, f.opponent_wants, f.opponent_avoids, f.taken) for f in facts], dtype=np.int64)[where_array]
+    unseen, wants, avoids, taken = masks[:, 0], masks[:, 1], masks[:, 2], masks[:, 3]
+    has_card = card >= 0  # a draw, or a take / pass with no face-up card, has kind and stock only
+    bit = np.where(has_card, np.left_shift(1, np.maximum(card, 0), dtype=np.int64), 0)
+    partners = np.where(has_card, _MELD_PARTNER_ARRAY[np.maximum(card, 0)], 0)
+    out = np.zeros((len(where), NUM_ACTION_FEATURES), dtype=np.float64)
+    out[np.arange(len(where)), kind] = 1.0
+    out[:, 5] = after / 50.0
+    out[:, 6] = (hand_deadwood - after) / 20.0
+    out[:, 7] = after <= knock_limit
+    out[:, 8] = _CARD_VALUE_ARRAY[card] / 10.0
+    out[:, 9] = _popcount(partners & unseen) / 6.0
+    out[:, 10] = _popcount(partners & np.array(partner_hands, dtype=np.int64)) / 4.0
+    out[:, 11] = (wants & bit) != 0
+    out[:, 12] = (avoids & bit) != 0
+    out[:, 5:13] *= has_card[:, None]
+    throws = kind >= 3  # discards and knocks
+    out[:, 13] = throws & (after == 0)
+    out[:, 14] = np.where(kind == 4, (knock_limit - after) / 10.0, 0.0)
+    out[:, 15] = throws & ((taken & bit) != 0)
+    out[:, 16] = stock
+    rows[where_array, slot_array] = out
+    return contexts, rows
+
+
 __all__ = [
     "ACTION_KINDS",
     "MAX_LEGAL_ACTIONS",
@@ -257,4 +342,5 @@ __all__ = [
     "action_features",
     "context_features",
     "decision_features",
+    "decision_features_batch",
 ]
