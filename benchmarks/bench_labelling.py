@@ -10,8 +10,9 @@ shared machine hurts both alike:
   and one forward pass per step for all of them.
 
 It reports the median milliseconds per labelled decision per core (process CPU time by default,
-steadier than wall time on a shared machine; ``--clock wall`` for wall time), the ratio, and
-whether the two paths gave identical label arrays (they must). ``--json FILE`` writes the numbers.
+steadier than wall time on a shared machine; ``--clock wall`` for wall time), the ratio, whether
+the two paths gave identical label arrays (they must), and how much of one more batched run is
+spent in the network's forward passes. ``--json FILE`` writes the numbers.
 
 Usage::
 
@@ -37,6 +38,29 @@ sys.path.insert(0, str(ROOT))
 
 from training.improve import label_decisions  # noqa: E402
 from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions_batched  # noqa: E402
+from training.model import PolicyValueNet  # noqa: E402
+
+
+def network_share(label, job, clock) -> float:
+    """Milliseconds per labelled decision that one more run of ``label`` spends in the network's
+    forward passes (timed around ``PolicyValueNet.forward``): the floor that no work on the
+    states' Python side can go below."""
+    spent = [0.0]
+    forward = PolicyValueNet.forward
+
+    def timed(self, *inputs):
+        start = clock()
+        try:
+            return forward(self, *inputs)
+        finally:
+            spent[0] += clock() - start
+
+    PolicyValueNet.forward = timed
+    try:
+        label(job)
+    finally:
+        PolicyValueNet.forward = forward
+    return spent[0] * 1000 / job[-1]
 
 
 def main() -> None:
@@ -72,6 +96,8 @@ def main() -> None:
         print(f"repeat {repeat + 1}: single {times['single'][-1]:.2f} ms, batched {times['batched'][-1]:.2f} ms "
               f"per labelled decision; identical labels: {same}", flush=True)
     medians = {name: statistics.median(values) for name, values in times.items()}
+    network_ms = network_share(paths["batched"], (args.checkpoint, args.rules, 1000, args.decisions), clock)
+    print(f"batched path, one more run: {network_ms:.2f} ms per labelled decision in the network's forward passes", flush=True)
     result = {
         "benchmark": "labelling",
         "clock": args.clock,
@@ -83,6 +109,7 @@ def main() -> None:
         "ms_per_labelled_decision": {name: round(v, 3) for name, v in medians.items()},
         "all_runs_ms": {name: [round(v, 3) for v in values] for name, values in times.items()},
         "speedup": round(medians["single"] / medians["batched"], 2),
+        "batched_network_forward_ms": round(network_ms, 3),
         "identical_labels": identical,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at the end",
     }

@@ -191,12 +191,7 @@ def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:
 
 def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int):
     """Network inputs of one decision: (context, action features, action ids, legal flags, actions)."""
-    return encode_view(observation_view({"observation": observation, "action_mask": mask}), num_players)
-
-
-def encode_view(view, num_players: int):
-    """``encode_decision`` from the decoded observation (``okgin_env.observation.view``, or
-    ``view_of_state`` where the state is at hand)."""
+    view = observation_view({"observation": observation, "action_mask": mask})
     if view.num_players != num_players:
         raise ValueError(f"the observation is for {view.num_players} players, the network for {num_players}")
     actions = view.legal  # the mask's legal ids, ascending, as Python ints
@@ -209,10 +204,11 @@ def encode_view(view, num_players: int):
 
 
 def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS):
-    """``encode_decision`` of many decisions at once, from their views, stacked as tensors:
+    """``encode_decision`` of many decisions at once, stacked as tensors, from their views
+    (``okgin_env.observation.view``, or ``view_of_state`` where the round state is at hand):
     ``((context, action features, action ids, legal flags), each decision's legal actions)``, the
     action rows cut to ``width`` (rows past a decision's legal actions are padding). Equal, row for
-    row, to ``encode_decision`` (``tests/test_training.py``)."""
+    row, to ``encode_decision`` (``tests/test_features.py``)."""
     for v in views:
         if v.num_players != num_players:
             raise ValueError(f"the observation is for {v.num_players} players, the network for {num_players}")
