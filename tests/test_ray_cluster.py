@@ -37,27 +37,37 @@ RAY_CLI = Path(sys.executable).with_name("ray")
 CLUSTER_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
+#: Every port handed to a node in this session (components and worker ranges): a probed port is
+#: free again once probed, and Ray refuses a node whose ports overlap (seen: a worker range over
+#: the object manager's port), so none is handed out twice.
+_HANDED_OUT: set[int] = set()
+
+
 def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT and port not in ports:
+            ports.append(port)
+    _HANDED_OUT.update(ports)
+    return ports
 
 
 def _free_port_range(size: int) -> int:
-    """The first port of ``size`` consecutive free ports (for one node's worker processes)."""
+    """The first port of ``size`` consecutive free ports not handed out before (one node's workers)."""
     for _ in range(200):
         first = random.randrange(20_000, 60_000 - size)
+        if _HANDED_OUT & set(range(first, first + size)):
+            continue
         try:
             held = []
             for port in range(first, first + size):
                 s = socket.socket()
                 held.append(s)
                 s.bind(("127.0.0.1", port))
+            _HANDED_OUT.update(range(first, first + size))
             return first
         except OSError:
             continue
