@@ -273,8 +273,8 @@ def decision_features_batch(
     count = len(views)
     facts = [_training_facts(v) for v in views]
     contexts = np.stack([_context(f) for f in facts]) if count else np.zeros((0, NUM_CONTEXT_FEATURES), np.float32)
-    # One entry per action row: (decision, row, kind, card or -1, deadwood after, the hand the
-    # card's partners are counted in, whether the card features apply).
+    # One entry per action row: decision, row, kind, card (-1: none), deadwood after, and the hand
+    # the card's partners are counted in.
     where, slot, kinds, cards, afters, partner_hands = [], [], [], [], [], []
     for b, (f, legal) in enumerate(zip(facts, actions)):
         if len(legal) > width:

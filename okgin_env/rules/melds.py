@@ -175,17 +175,17 @@ def deadwood_after_discards(mask: int, cards: int) -> list[tuple[int, int]]:
     """``[(card, deadwood_of_mask(mask minus card))]`` for each card of the mask ``cards`` (cards of
     ``mask``), ascending. A hand with no rank held three times (most hands) needs no solver call:
     removing a card changes only its own suit's run-only deadwood, one table lookup per card."""
-    s0, s1, s2, s3 = suits = (mask & SUIT_MASK, (mask >> 13) & SUIT_MASK, (mask >> 26) & SUIT_MASK, mask >> 39)
+    suits = _split(mask)
     result = []
     rest = cards
-    if (s0 & s1 & (s2 | s3)) | (s2 & s3 & (s0 | s1)):
+    if _ranks_held_three_times(*suits):
         while rest:
             low = rest & -rest
             rest ^= low
             result.append((low.bit_length() - 1, deadwood_of_mask(mask ^ low)))
         return result
     table = RUN_DEADWOOD
-    base = table[s0] + table[s1] + table[s2] + table[s3]
+    base = sum(table[bits] for bits in suits)
     while rest:
         low = rest & -rest
         rest ^= low
@@ -259,14 +259,7 @@ def knock_discards_of_mask(mask: int, knock_limit: int, forbidden: int = 0) -> l
     """Cards whose discard leaves deadwood <= ``knock_limit``, ascending; ``forbidden`` is a mask excluded."""
     if best_discard_deadwood_of_mask(mask) > knock_limit:
         return []
-    legal = []
-    rest = mask & ~forbidden
-    while rest:
-        low = rest & -rest
-        rest ^= low
-        if deadwood_of_mask(mask ^ low) <= knock_limit:
-            legal.append(low.bit_length() - 1)
-    return legal
+    return [card for card, left in deadwood_after_discards(mask, mask & ~forbidden) if left <= knock_limit]
 
 
 # ----------------------------------------------------------------------------- knock pre-check, meld membership
@@ -335,7 +328,7 @@ def best_discard(cards: Iterable[int]) -> tuple[int, list[int]]:
     """``(least deadwood after one discard, every discard that reaches it)``."""
     mask = to_mask(cards)
     best = best_discard_deadwood_of_mask(mask)
-    return best, [c for c in from_mask(mask) if deadwood_of_mask(mask ^ (1 << c)) == best]
+    return best, [c for c, left in deadwood_after_discards(mask, mask) if left == best]
 
 
 def _suit_runs(suit: int, suit_mask: int) -> list[list[int]]:
