@@ -146,6 +146,43 @@ def test_advantages_are_gae_within_a_round_with_gamma_one():
     assert np.isnan(explained_variance(target, torch.ones(3)))
 
 
+def test_the_network_scores_only_legal_slots_as_scoring_every_slot_and_masking_would():
+    """The packed scorer (legal slots only) against the dense computation it replaced: same
+    logits and gradients up to float rounding, -inf on the padding, rows of any legal count."""
+    from training.features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
+    from training.model import PolicyValueNet
+
+    torch.manual_seed(3)
+    model = PolicyValueNet(observation_size=40, hidden=32)
+    batch = 9
+    counts = torch.tensor([1, 2, 24, 7, 11, 2, 3, 13, 5])
+    legal = torch.arange(MAX_LEGAL_ACTIONS).unsqueeze(0) < counts.unsqueeze(1)
+    legal[3] = legal[3].flip(0)  # legal slots need not be a prefix
+    inputs = (torch.randn(batch, 40), torch.randn(batch, NUM_CONTEXT_FEATURES),
+              torch.randn(batch, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES),
+              torch.randint(0, model.action_embedding.num_embeddings, (batch, MAX_LEGAL_ACTIONS)), legal)
+
+    def dense(observation, context, features, ids, legal):
+        embedded = model.encoder(torch.cat([observation, context], dim=-1))
+        per_action = model.scorer_action(torch.cat([features, model.action_embedding(ids)], dim=-1))
+        scores = model.scorer_out(model.scorer_context(embedded).unsqueeze(1) + per_action).squeeze(-1)
+        return scores.masked_fill(~legal, float("-inf")), model.value_head(embedded).squeeze(-1)
+
+    def run(forward):
+        model.zero_grad()
+        logits, value = forward(*inputs)
+        (torch.log_softmax(logits, dim=-1)[legal].sum() + value.sum()).backward()
+        return logits.detach(), value.detach(), [p.grad.clone() for p in model.parameters()]
+
+    packed_logits, packed_value, packed_grads = run(model)
+    dense_logits, dense_value, dense_grads = run(dense)
+    assert torch.isneginf(packed_logits[~legal]).all()
+    assert torch.allclose(packed_logits[legal], dense_logits[legal], atol=1e-6)
+    assert torch.equal(packed_value, dense_value)
+    for packed_grad, dense_grad in zip(packed_grads, dense_grads):
+        assert torch.allclose(packed_grad, dense_grad, atol=1e-5)
+
+
 def test_rollout_buffers_are_preallocated_steps_by_tables():
     from training.features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES
     from training.train import Rollout

@@ -3,8 +3,8 @@
 Each legal action is scored by the same small network from (a) an embedding of the whole
 observation plus a few context features and (b) that action's own features and a learned
 embedding of its id. Illegal actions are never scored: the legal set is padded to
-``MAX_LEGAL_ACTIONS`` and padding gets a logit of -inf. The value head predicts the learner's
-round reward from the observation embedding.
+``MAX_LEGAL_ACTIONS``, only the legal slots go through the scorer, and padding gets a logit of
+-inf. The value head predicts the learner's round reward from the observation embedding.
 """
 
 from __future__ import annotations
@@ -45,9 +45,14 @@ class PolicyValueNet(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logits (B, A) with -inf on padding, value (B,))``."""
         embedded = self.encoder(torch.cat([observation, context], dim=-1))
-        per_action = self.scorer_action(torch.cat([action_features, self.action_embedding(action_ids)], dim=-1))
-        scores = self.scorer_out(self.scorer_context(embedded).unsqueeze(1) + per_action)
-        logits = scores.squeeze(-1).masked_fill(~legal, float("-inf"))
+        # Only the legal slots are scored: about 6 of the 24 on average, so scoring the padding
+        # too would spend three quarters of the scorer's work (forward and backward) on slots
+        # whose logit is -inf anyway.
+        rows, slots = legal.nonzero(as_tuple=True)
+        per_action = self.scorer_action(torch.cat([action_features[rows, slots],
+                                                   self.action_embedding(action_ids[rows, slots])], dim=-1))
+        scores = self.scorer_out(self.scorer_context(embedded)[rows] + per_action).squeeze(-1)
+        logits = torch.full(legal.shape, float("-inf"), dtype=scores.dtype).index_put((rows, slots), scores)
         return logits, self.value_head(embedded).squeeze(-1)
 
 
