@@ -52,7 +52,8 @@ class PolicyValueNet(nn.Module):
         per_action = self.scorer_action(torch.cat([action_features[rows, slots],
                                                    self.action_embedding(action_ids[rows, slots])], dim=-1))
         scores = self.scorer_out(self.scorer_context(embedded)[rows] + per_action).squeeze(-1)
-        logits = torch.full(legal.shape, float("-inf"), dtype=scores.dtype).index_put((rows, slots), scores)
+        padding = torch.full(legal.shape, float("-inf"), dtype=scores.dtype, device=scores.device)
+        logits = padding.index_put((rows, slots), scores)
         return logits, self.value_head(embedded).squeeze(-1)
 
 
