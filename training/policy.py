@@ -192,15 +192,27 @@ def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:
 def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int):
     """Network inputs of one decision: (context, action features, action ids, legal flags, actions)."""
     view = observation_view({"observation": observation, "action_mask": mask})
-    if view.num_players != num_players:
-        raise ValueError(f"the observation is for {view.num_players} players, the network for {num_players}")
+    _check_players(view, num_players)
     actions = view.legal  # the mask's legal ids, ascending, as Python ints
     context, features = decision_features(view, actions, MAX_LEGAL_ACTIONS)
-    ids = np.full(MAX_LEGAL_ACTIONS, NUM_ACTIONS, dtype=np.int64)  # NUM_ACTIONS: the padding id
-    ids[: len(actions)] = actions
-    legal = np.zeros(MAX_LEGAL_ACTIONS, dtype=bool)
-    legal[: len(actions)] = True
-    return context, features, ids, legal, actions
+    ids, legal = _action_slots([actions], MAX_LEGAL_ACTIONS)
+    return context, features, ids[0], legal[0], actions
+
+
+def _check_players(view, num_players: int) -> None:
+    if view.num_players != num_players:
+        raise ValueError(f"the observation is for {view.num_players} players, the network for {num_players}")
+
+
+def _action_slots(actions: list[list[int]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, legal flags)``, one row of ``width`` slots per decision: its legal action ids, then
+    padding (id ``NUM_ACTIONS``, flag False)."""
+    ids = np.full((len(actions), width), NUM_ACTIONS, dtype=np.int64)
+    legal = np.zeros((len(actions), width), dtype=bool)
+    for row, legal_actions in enumerate(actions):
+        ids[row, : len(legal_actions)] = legal_actions
+        legal[row, : len(legal_actions)] = True
+    return ids, legal
 
 
 def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS):
@@ -210,15 +222,10 @@ def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS):
     action rows cut to ``width`` (rows past a decision's legal actions are padding). Equal, row for
     row, to ``encode_decision`` (``tests/test_features.py``)."""
     for v in views:
-        if v.num_players != num_players:
-            raise ValueError(f"the observation is for {v.num_players} players, the network for {num_players}")
+        _check_players(v, num_players)
     actions = [v.legal for v in views]
     contexts, features = decision_features_batch(views, actions, width)
-    ids = np.full((len(views), width), NUM_ACTIONS, dtype=np.int64)  # NUM_ACTIONS: the padding id
-    legal = np.zeros((len(views), width), dtype=bool)
-    for row, legal_actions in enumerate(actions):
-        ids[row, : len(legal_actions)] = legal_actions
-        legal[row, : len(legal_actions)] = True
+    ids, legal = _action_slots(actions, width)
     return tuple(torch.from_numpy(x) for x in (contexts, features, ids, legal)), actions
 
 
