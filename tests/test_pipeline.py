@@ -115,3 +115,12 @@ def test_the_classic_stages_arguments_stay_those_of_the_shipped_recipe(tmp_path)
     assert commands["improve2"] == ("training.improve", [
         "--init-from", str(tmp_path / "improve1" / "fitted.pt"), "--run-dir", str(tmp_path / "improve2"),
         "--seed", "12", "--decisions", "300000", "--workers", "2", "--eval-matches", "1000", "--no-progress"])
+
+
+def test_outlook_features_reach_the_ppo_stage_and_the_steps_follow_its_checkpoint(tmp_path):
+    from training.pipeline import parse_args, stage_commands
+
+    commands = stage_commands(parse_args(["--no-progress", "--outlook-features"]), tmp_path)
+    assert commands["ppo"][1][-2:] == ["--outlook-features", "--no-progress"]
+    # The improvement steps read the network's inputs from the checkpoint they start from.
+    assert "--outlook-features" not in commands["improve1"][1]

@@ -11,7 +11,8 @@ enough on two CPU cores.
 The computation lives in ``okgin_env.features`` (numpy only), the one implementation that the
 env option ``observation="features"`` uses too; this module re-exports what training, labelling
 and play use (``decision_features``, its batched form ``decision_features_batch``, ``action_features``, ``context_features`` and their sizes).
-They are frozen: the shipped checkpoints were trained on these inputs bit for bit.
+They are frozen: the shipped checkpoints were trained on these inputs bit for bit. A network
+built with ``outlook=True`` also reads ``NUM_OUTLOOK_FEATURES`` next-draw columns per action.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from okgin_env.features import (
     MAX_LEGAL_ACTIONS,
     NUM_ACTION_FEATURES,
     NUM_CONTEXT_FEATURES,
+    NUM_OUTLOOK_FEATURES,
     action_features,
     context_features,
     decision_features,
@@ -75,6 +77,7 @@ __all__ = [
     "MAX_LEGAL_ACTIONS",
     "NUM_ACTION_FEATURES",
     "NUM_CONTEXT_FEATURES",
+    "NUM_OUTLOOK_FEATURES",
     "NUM_PRIVILEGED_FEATURES",
     "PRIVILEGED_STOCK_CARDS",
     "action_features",

@@ -98,7 +98,7 @@ def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int,
     # the action rows cut to the widest legal set (padding rows only add -inf logits).
     views = [view_of_state(r.state, r.scores, target, learner) for r in rollouts]
     width = max(len(v.legal) for v in views)
-    (context, features, ids, legal), actions = encode_views(views, num_players, width)
+    (context, features, ids, legal), actions = encode_views(views, num_players, width, model.outlook)
     with torch.no_grad():
         logits, _ = model(flat, context, features, ids, legal)
     for rollout, choice, legal_actions in zip(rollouts, torch.argmax(logits, dim=-1).tolist(), actions):
@@ -149,7 +149,8 @@ def play_learner_matches(config, policy, opponent, seed: int, count: int, on_cho
         if seat != learner or np.count_nonzero(observation["action_mask"]) < 2:
             return False
         on_choice(match, learner, observation,
-                  encode_decision(observation["observation"], observation["action_mask"], num_players))
+                  encode_decision(observation["observation"], observation["action_mask"], num_players,
+                                  getattr(getattr(policy, "model", None), "outlook", False)))
         seen += 1
         return False
 

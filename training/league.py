@@ -145,7 +145,7 @@ class SnapshotOpponent:
         self.model.load_state_dict(state)
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        inputs, legal_actions = encode_batch(observations, masks, self.num_players)
+        inputs, legal_actions = encode_batch(observations, masks, self.num_players, self.model.outlook)
         with torch.no_grad():
             logits, _ = self.model(*inputs)
             chosen = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=self.generator)[:, 0]

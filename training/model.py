@@ -14,13 +14,17 @@ from torch import nn
 
 from okgin_env.rules.actions import NUM_ACTIONS
 
-from .features import NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_PRIVILEGED_FEATURES
+from .features import NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_OUTLOOK_FEATURES, NUM_PRIVILEGED_FEATURES
 
 
 class PolicyValueNet(nn.Module):
-    def __init__(self, observation_size: int, hidden: int = 192, action_embedding: int = 16):
+    def __init__(self, observation_size: int, hidden: int = 192, action_embedding: int = 16, outlook: bool = False):
+        """``outlook``: each action row has the ``NUM_OUTLOOK_FEATURES`` next-draw columns too
+        (``okgin_env.features.outlook_features``); the inputs must then be encoded with them."""
         super().__init__()
         self.observation_size = observation_size
+        self.outlook = outlook
+        self.num_action_features = NUM_ACTION_FEATURES + (NUM_OUTLOOK_FEATURES if outlook else 0)
         self.encoder = nn.Sequential(
             nn.Linear(observation_size + NUM_CONTEXT_FEATURES, hidden),
             nn.ReLU(),
@@ -31,7 +35,7 @@ class PolicyValueNet(nn.Module):
         # The scorer's first layer on [embedding, action features] is split in two so the
         # embedding part is computed once per decision rather than once per legal action.
         self.scorer_context = nn.Linear(hidden, hidden)
-        self.scorer_action = nn.Linear(NUM_ACTION_FEATURES + action_embedding, hidden, bias=False)
+        self.scorer_action = nn.Linear(self.num_action_features + action_embedding, hidden, bias=False)
         self.scorer_out = nn.Sequential(nn.ReLU(), nn.Linear(hidden, 1))
         self.value_head = nn.Sequential(nn.Linear(hidden, 64), nn.ReLU(), nn.Linear(64, 1))
 
@@ -39,7 +43,7 @@ class PolicyValueNet(nn.Module):
         self,
         observation: torch.Tensor,  # (B, observation_size)
         context: torch.Tensor,  # (B, NUM_CONTEXT_FEATURES)
-        action_features: torch.Tensor,  # (B, A, NUM_ACTION_FEATURES)
+        action_features: torch.Tensor,  # (B, A, num_action_features)
         action_ids: torch.Tensor,  # (B, A) long, NUM_ACTIONS for padding
         legal: torch.Tensor,  # (B, A) bool
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -57,11 +61,11 @@ class PolicyValueNet(nn.Module):
         return logits, self.value_head(embedded).squeeze(-1)
 
 
-def parameter_shapes(observation_size: int, hidden: int) -> dict[str, tuple[int, ...]]:
-    """The shape of every tensor in ``PolicyValueNet(observation_size, hidden).state_dict()``,
+def parameter_shapes(observation_size: int, hidden: int, outlook: bool = False) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor in ``PolicyValueNet(observation_size, hidden, outlook=outlook).state_dict()``,
     computed on the meta device: nothing is allocated and no random number is drawn."""
     with torch.device("meta"):
-        model = PolicyValueNet(observation_size, hidden=hidden)
+        model = PolicyValueNet(observation_size, hidden=hidden, outlook=outlook)
     return {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
 
 

@@ -62,6 +62,9 @@ class Args:
         "help": "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count"})
     ppo_decisions: int = field(default=0, metadata={
         "help": "learner decisions of the PPO stage; 0: the preset's default (classic 3,000,000, penalty 500,000)"})
+    outlook_features: bool = field(default=False, metadata={
+        "help": "the network also reads the next stock draw's outlook per action (training.train --outlook-features); "
+                "the improvement steps follow the checkpoint"})
     steps: str = field(default=DEFAULT_STEPS, metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number)"})
     eval_matches: int = field(default=1000, metadata={
@@ -119,6 +122,8 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
             ppo += ["--eval-matches", str(PENALTY_PPO_EVAL_MATCHES)]
     if args.num_players:
         ppo += ["--num-players", str(args.num_players)]
+    if args.outlook_features:
+        ppo += ["--outlook-features"]
     if args.quick:  # small tables and rollouts, one quick evaluation
         ppo += ["--num-tables", "16", "--rollout-length", "32", "--bc-updates", "2", "--eval-every", "2",
                 "--eval-matches", "4"]

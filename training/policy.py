@@ -50,6 +50,7 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str,
             "observation_version": OBSERVATION_VERSION,
             "observation_size": model.observation_size,
             "hidden": model.encoder[0].out_features,
+            "outlook_features": model.outlook,
             **metadata,
         },
         **(extra or {}),
@@ -120,7 +121,8 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
             f"checkpoint {path} was trained for num_players={meta['num_players']}, not {want_players}; "
             f"play it with rules={meta['rules']!r}, num_players={meta['num_players']}"
         )
-    _check_weights(path, payload["model"], parameter_shapes(meta["observation_size"], meta["hidden"]))
+    _check_weights(path, payload["model"],
+                   parameter_shapes(meta["observation_size"], meta["hidden"], meta.get("outlook_features", False)))
     return payload
 
 
@@ -150,6 +152,9 @@ def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
         )
     if not _is_int(hidden) or not 1 <= hidden <= MAX_HIDDEN:
         raise CheckpointError(f"checkpoint {path}: metadata hidden={hidden!r}; expected an int in 1..{MAX_HIDDEN}")
+    outlook = meta.get("outlook_features", False)  # absent in files made before the option
+    if not isinstance(outlook, bool):
+        raise CheckpointError(f"checkpoint {path}: metadata outlook_features={outlook!r}; expected true or false")
 
 
 def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -175,7 +180,8 @@ def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -
 
 def build_model(metadata: dict[str, Any]) -> PolicyValueNet:
     """A freshly initialised network of the sizes in ``metadata`` (draws from torch's RNG)."""
-    return PolicyValueNet(metadata["observation_size"], hidden=metadata.get("hidden", 192))
+    return PolicyValueNet(metadata["observation_size"], hidden=metadata.get("hidden", 192),
+                          outlook=metadata.get("outlook_features", False))
 
 
 def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:
@@ -189,12 +195,13 @@ def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:
 # ----------------------------------------------------------------------------- playing
 
 
-def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int):
-    """Network inputs of one decision: (context, action features, action ids, legal flags, actions)."""
+def encode_decision(observation: np.ndarray, mask: np.ndarray, num_players: int, outlook: bool = False):
+    """Network inputs of one decision: (context, action features, action ids, legal flags, actions).
+    ``outlook``: as the network's own ``outlook`` (the next-draw columns)."""
     view = observation_view({"observation": observation, "action_mask": mask})
     _check_players(view, num_players)
     actions = view.legal  # the mask's legal ids, ascending, as Python ints
-    context, features = decision_features(view, actions, MAX_LEGAL_ACTIONS)
+    context, features = decision_features(view, actions, MAX_LEGAL_ACTIONS, outlook)
     ids, legal = _action_slots([actions], MAX_LEGAL_ACTIONS)
     return context, features, ids[0], legal[0], actions
 
@@ -215,7 +222,7 @@ def _action_slots(actions: list[list[int]], width: int) -> tuple[np.ndarray, np.
     return ids, legal
 
 
-def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS):
+def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS, outlook: bool = False):
     """``encode_decision`` of many decisions at once, stacked as tensors, from their views
     (``okgin_env.observation.view``, or ``view_of_state`` where the round state is at hand):
     ``((context, action features, action ids, legal flags), each decision's legal actions)``, the
@@ -224,15 +231,15 @@ def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS):
     for v in views:
         _check_players(v, num_players)
     actions = [v.legal for v in views]
-    contexts, features = decision_features_batch(views, actions, width)
+    contexts, features = decision_features_batch(views, actions, width, outlook)
     ids, legal = _action_slots(actions, width)
     return tuple(torch.from_numpy(x) for x in (contexts, features, ids, legal)), actions
 
 
-def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int):
+def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int, outlook: bool = False):
     """Network inputs for a batch of decisions, and each decision's legal actions."""
     views = [observation_view({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)]
-    tensors, actions = encode_views(views, num_players)
+    tensors, actions = encode_views(views, num_players, outlook=outlook)
     return (torch.from_numpy(np.asarray(observations, dtype=np.float32)), *tensors), actions
 
 
@@ -261,7 +268,7 @@ class NetworkPolicy:
             raise ValueError(f"action_mask must have shape ({NUM_ACTIONS},), got {np.shape(mask)}")
         if not np.any(mask):  # the same words as the bots
             raise ValueError("no legal action: this observation is not for the agent to act")
-        context, features, ids, legal, actions = encode_decision(flat, mask, self.num_players)
+        context, features, ids, legal, actions = encode_decision(flat, mask, self.num_players, self.model.outlook)
         if len(actions) == 1:
             return actions[0]
         with torch.no_grad():

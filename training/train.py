@@ -100,6 +100,9 @@ class Args:
     gae_lambda: float = field(default=0.95, metadata={"help": "GAE lambda (gamma is 1 within a round)"})
     reward_scale: float = field(default=25.0, metadata={"help": "round points are divided by this"})
     hidden: int = field(default=192, metadata={"help": "hidden width of the network"})
+    outlook_features: bool = field(default=False, metadata={
+        "help": "the network also reads, per action, the chance to knock and to go gin after the next "
+                "stock draw and the mean deadwood it leaves (okgin_env.features.outlook_features)"})
     init_from: str = field(default="", metadata={"help": "start the policy from this checkpoint's weights (skips imitation)"})
     privileged_critic: bool = field(default=False, metadata={
         "help": "advantages from a training-only critic that also sees hidden cards (the policy never does)"})
@@ -177,7 +180,8 @@ class Networks:
 
     @classmethod
     def build(cls, args: Args, observation_size: int) -> "Networks":
-        model = build_model({"observation_size": observation_size, "hidden": args.hidden})
+        model = build_model({"observation_size": observation_size, "hidden": args.hidden,
+                             "outlook_features": args.outlook_features})
         networks = cls(model, torch.optim.Adam(model.parameters(), lr=args.learning_rate, eps=1e-5))
         if args.privileged_critic:
             networks.critic = PrivilegedCritic(observation_size, hidden=args.critic_hidden)
@@ -229,12 +233,13 @@ class Rollout:
     table_rounds: np.ndarray | None = None  # (tables,) rounds that ended at each table
 
     @classmethod
-    def allocate(cls, steps: int, tables: int, observation_size: int, privileged: bool) -> "Rollout":
+    def allocate(cls, steps: int, tables: int, observation_size: int, privileged: bool,
+                 num_action_features: int = NUM_ACTION_FEATURES) -> "Rollout":
         shape = (steps, tables)
         return cls(
             observations=torch.zeros(*shape, observation_size),
             contexts=torch.zeros(*shape, NUM_CONTEXT_FEATURES),
-            action_features=torch.zeros(*shape, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES),
+            action_features=torch.zeros(*shape, MAX_LEGAL_ACTIONS, num_action_features),
             action_ids=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.long),
             legal=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.bool),
             actions=torch.zeros(shape, dtype=torch.long),
@@ -285,7 +290,7 @@ def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.n
     rollout.table_wins = np.zeros(len(observations))
     rollout.table_rounds = np.zeros(len(observations))
     for t in range(rollout.actions.shape[0]):
-        inputs, legal_actions = encode_batch(observations, masks, num_players)
+        inputs, legal_actions = encode_batch(observations, masks, num_players, networks.model.outlook)
         with torch.no_grad():
             logits, value, privileged = networks.values(inputs, tables)
             distribution = torch.distributions.Categorical(logits=logits)
@@ -317,7 +322,7 @@ def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.n
 def bootstrap_value(networks: Networks, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray) -> torch.Tensor:
     """The value of each table's next decision (where the rollout stopped)."""
     with torch.no_grad():
-        inputs, _ = encode_batch(observations, masks, tables.batch.num_players)
+        inputs, _ = encode_batch(observations, masks, tables.batch.num_players, networks.model.outlook)
         return networks.values(inputs, tables)[1]
 
 
@@ -453,7 +458,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                           episode="match", reward="points")
     observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
     masks = infos["action_mask"]
-    rollout = Rollout.allocate(args.rollout_length, args.num_tables, observation_size, networks.critic is not None)
+    rollout = Rollout.allocate(args.rollout_length, args.num_tables, observation_size, networks.critic is not None,
+                               networks.model.num_action_features)
     log = RunLog(files, fresh=not resumed, with_critic=networks.critic is not None)
     evaluator = Evaluator(args.eval_matches, args.seed, config, args.eval_max_rounds)
     start = time.time() - progress.elapsed
@@ -547,6 +553,10 @@ def check_width(args: Args, payload: dict[str, Any], flag: str) -> None:
     hidden = payload["metadata"]["hidden"]
     if hidden != args.hidden:
         raise ValueError(f"{flag}: the checkpoint has hidden={hidden}; pass --hidden {hidden}")
+    outlook = payload["metadata"].get("outlook_features", False)
+    if outlook != args.outlook_features:
+        raise ValueError(f"{flag}: the checkpoint's network {'reads' if outlook else 'does not read'} the outlook "
+                         f"features; {'pass' if outlook else 'leave out'} --outlook-features")
 
 
 def resume(path: Path, networks: Networks, args: Args, config: RulesConfig) -> Progress:

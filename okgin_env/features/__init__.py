@@ -40,6 +40,9 @@ legal actions), so they reveal nothing the seat does not know. numpy only. Two u
 * **The training network's inputs** (``training.features`` re-exports them): one row of
   ``NUM_ACTION_FEATURES`` per legal action and ``NUM_CONTEXT_FEATURES`` per decision
   (``decision_features``). Frozen: the shipped checkpoints were trained on them bit for bit.
+  Networks built with ``outlook=True`` get ``NUM_OUTLOOK_FEATURES`` more columns per action
+  (``outlook_features``: the chance to knock and to go gin after the next stock draw, and the
+  mean deadwood it leaves), an opt-in the older checkpoints do not use.
 
 Both are built on the same definitions, in ``okgin_env.features.facts``: the card relations (a
 card's meld partners, the unseen cards, the opponents' neighbourhoods; each one function that works
@@ -55,10 +58,13 @@ from .facts import (
     MAX_LEGAL_ACTIONS,
     NUM_ACTION_FEATURES,
     NUM_CONTEXT_FEATURES,
+    NUM_OUTLOOK_FEATURES,
     action_features,
+    best_discard_deadwood_array,
     context_features,
     decision_features,
     decision_features_batch,
+    outlook_features,
 )
 from .planes import (
     DEADWOOD_SCALE,
@@ -92,10 +98,12 @@ __all__ = [
     "MAX_LEGAL_ACTIONS",
     "NUM_ACTION_FEATURES",
     "NUM_CONTEXT_FEATURES",
+    "NUM_OUTLOOK_FEATURES",
     "PARTNER_SCALE",
     "PART_COLUMNS",
     "ROW_BY_ROW",
     "action_features",
+    "best_discard_deadwood_array",
     "context_features",
     "decision_features",
     "decision_features_batch",
@@ -103,6 +111,7 @@ __all__ = [
     "feature_bounds",
     "feature_slices",
     "fill_features",
+    "outlook_features",
     "observation_features",
     "parts_of_words",
     "with_features",

@@ -22,7 +22,13 @@ import numpy as np
 from ..observation import KNOCK_LIMIT_SCALE, STOCK_SCALE, ObservationView
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from ..rules.cards import CARD_VALUES, NUM_CARDS, NUM_RANKS, NUM_SUITS, SUIT_MASK
-from ..rules.melds import best_discard_deadwood_of_mask, deadwood_after_discards, deadwood_of_mask
+from ..rules.melds import (
+    RUN_DEADWOOD,
+    RUN_DEADWOOD_AFTER_DROP,
+    best_discard_deadwood_of_mask,
+    deadwood_after_discards,
+    deadwood_of_mask,
+)
 
 # ----------------------------------------------------------------------------- card relations
 # Every function here works on a Python int mask and, element by element, on a numpy int64 array of
@@ -236,16 +242,19 @@ def context_features(view: ObservationView) -> np.ndarray:
 
 
 def decision_features(
-    view: ObservationView, actions: Sequence[int], width: int = MAX_LEGAL_ACTIONS
+    view: ObservationView, actions: Sequence[int], width: int = MAX_LEGAL_ACTIONS, outlook: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(context_features(view), action_features(view, actions)`` padded with zero rows to ``width``
-    rows), reading the view once: the per-decision path of training and play (``encode_decision``)."""
+    rows), reading the view once: the per-decision path of training and play (``encode_decision``).
+    ``outlook``: each row also gets the ``NUM_OUTLOOK_FEATURES`` columns of ``outlook_features``."""
     if len(actions) > width:
         raise ValueError(f"{len(actions)} actions do not fit in {width} rows")
     facts = _training_facts(view)
-    rows = np.zeros((width, NUM_ACTION_FEATURES), dtype=np.float32)
+    rows = np.zeros((width, NUM_ACTION_FEATURES + (NUM_OUTLOOK_FEATURES if outlook else 0)), dtype=np.float32)
     if len(actions):
-        rows[: len(actions)] = _action_rows(facts, actions)
+        rows[: len(actions), :NUM_ACTION_FEATURES] = _action_rows(facts, actions)
+        if outlook:
+            rows[: len(actions), NUM_ACTION_FEATURES:] = _outlook_rows([facts], [actions])
     return _context(facts), rows
 
 
@@ -263,15 +272,30 @@ def _popcount(masks: np.ndarray) -> np.ndarray:
 
 
 def decision_features_batch(
-    views: Sequence[ObservationView], actions: Sequence[Sequence[int]], width: int = MAX_LEGAL_ACTIONS
+    views: Sequence[ObservationView], actions: Sequence[Sequence[int]], width: int = MAX_LEGAL_ACTIONS,
+    outlook: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``decision_features`` of many decisions, stacked: ``(B, NUM_CONTEXT_FEATURES)`` contexts and
-    ``(B, width, NUM_ACTION_FEATURES)`` action rows, equal bit for bit to the one-decision path
+    ``(B, width, NUM_ACTION_FEATURES)`` action rows (``outlook``: ``NUM_ACTION_FEATURES +
+    NUM_OUTLOOK_FEATURES`` columns), equal bit for bit to the one-decision path
     (``tests/test_features.py``). Only the solver facts are looked up decision by decision; the
     card arithmetic runs once over every action row of the batch, in float64 as Python's floats
     are and then stored as float32, so the rounding is the same."""
-    count = len(views)
     facts = [_training_facts(v) for v in views]
+    contexts, rows = _batch_rows(facts, actions, width)
+    if outlook:
+        wide = np.zeros((*rows.shape[:2], NUM_ACTION_FEATURES + NUM_OUTLOOK_FEATURES), dtype=np.float32)
+        wide[:, :, :NUM_ACTION_FEATURES] = rows
+        b_index = np.repeat(np.arange(len(actions)), [len(legal) for legal in actions])
+        j_index = np.concatenate([np.arange(len(legal)) for legal in actions]) if len(actions) else b_index
+        wide[b_index, j_index, NUM_ACTION_FEATURES:] = _outlook_rows(facts, actions)
+        return contexts, wide
+    return contexts, rows
+
+
+def _batch_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 17 columns of ``decision_features_batch`` from each decision's facts."""
+    count = len(facts)
     contexts = np.stack([_context(f) for f in facts]) if count else np.zeros((0, NUM_CONTEXT_FEATURES), np.float32)
     # One entry per action row: decision, row, kind, card (-1: none), deadwood after, and the hand
     # the card's partners are counted in.
@@ -334,11 +358,139 @@ def decision_features_batch(
     return contexts, rows
 
 
+# ----------------------------------------------------------------------------- the next draw's outlook (opt-in)
+# Three more columns per action row for networks built with them (``training``'s
+# ``--outlook-features``): what the hand can expect from the next stock draw. A one-draw lookahead
+# of this kind is what the held-out ``aggressor`` plays by (and it beats ``simple``); the 17 columns
+# above say what a discard leaves now, not what it leaves room for. They read the observation alone:
+# the unseen cards (the stock and the opponents' hidden cards) are averaged over uniformly.
+
+NUM_OUTLOOK_FEATURES = 3
+
+_RUN_DEADWOOD_ARRAY = np.array(RUN_DEADWOOD, dtype=np.int64)
+_DROP_CHANGE_ARRAY = np.array(RUN_DEADWOOD_AFTER_DROP, dtype=np.int64) - _RUN_DEADWOOD_ARRAY
+_CARD_BIT_ARRAY = np.left_shift(np.int64(1), np.arange(NUM_CARDS, dtype=np.int64))
+
+
+def best_discard_deadwood_array(masks: np.ndarray) -> np.ndarray:
+    """``best_discard_deadwood_of_mask`` of every mask of an int64 array, element for element, by the
+    solver's own method as whole-array operations: the run-only tables per suit, and for every rank
+    held three or four times each way of melding a set of it or not (``melds._min_over_sets``),
+    enumerated for all masks at once. Kept hands are meld-rich: in labelling rollouts most of the
+    hands asked about hold such a rank, a third of them two."""
+    masks = np.asarray(masks, dtype=np.int64)
+    suit = int(SUIT_MASK)
+    s0, s1, s2, s3 = masks & suit, masks >> 13 & suit, masks >> 26 & suit, masks >> 39 & suit
+    set_ranks = (s0 & s1 & (s2 | s3)) | (s2 & s3 & (s0 | s1))
+    result = _leaf_after_drop(s0, s1, s2, s3)
+    # Hands with more set ranks than the solver enumerates (none of a game's sizes) go to the solver.
+    many = np.flatnonzero(_popcount(set_ranks) > _MAX_SET_RANKS_ENUMERATED)
+    set_ranks[many] = 0
+    # Branches still to expand: (mask index, four suit masks, set ranks not yet decided).
+    rows = np.flatnonzero(set_ranks)
+    branch = (rows, s0[rows], s1[rows], s2[rows], s3[rows], set_ranks[rows])
+    while len(branch[0]):
+        rows, a, b, c, d, pending = branch
+        rank_bit = pending & -pending
+        pending = pending ^ rank_bit
+        keep = ~rank_bit
+        na, nb, nc, nd = a & keep, b & keep, c & keep, d & keep
+        four = (a & b & c & d & rank_bit) != 0
+        # No set of this rank (the cards stay for runs), the set of every holder, and with four
+        # holders each set of three (the fourth card stays).
+        children = [(rows, a, b, c, d, pending), (rows, na, nb, nc, nd, pending)]
+        f = np.flatnonzero(four)
+        for choice in ((a, nb, nc, nd), (na, b, nc, nd), (na, nb, c, nd), (na, nb, nc, d)):
+            children.append((rows[f], *(part[f] for part in choice), pending[f]))
+        merged = [np.concatenate(parts) for parts in zip(*children)]
+        done = merged[5] == 0
+        np.minimum.at(result, merged[0][done], _leaf_after_drop(*(part[done] for part in merged[1:5])))
+        branch = tuple(part[~done] for part in merged)
+    for i in many.tolist():
+        result.flat[i] = best_discard_deadwood_of_mask(int(masks.flat[i]))
+    return result
+
+
+_MAX_SET_RANKS_ENUMERATED = 4  # as the solver (melds._MAX_SET_RANKS_FOR_ENUMERATION)
+
+
+def _leaf_after_drop(s0: np.ndarray, s1: np.ndarray, s2: np.ndarray, s3: np.ndarray) -> np.ndarray:
+    """Run-only deadwood of four suit masks after the best single drop (``melds._leaf_deadwood_after_drop``)."""
+    table, change = _RUN_DEADWOOD_ARRAY, _DROP_CHANGE_ARRAY
+    return (table[s0] + table[s1] + table[s2] + table[s3]
+            + np.minimum(np.minimum(change[s0], change[s1]), np.minimum(change[s2], change[s3])))
+
+
+def outlook_features(hands: np.ndarray, unseen: np.ndarray, knock_limits: np.ndarray) -> np.ndarray:
+    """``(R, NUM_OUTLOOK_FEATURES)`` float32: for each hand (mask), over every unseen card it could
+    draw next (then discarding its best card), the share of those cards that allow a knock within
+    ``knock_limits`` (ints; 0 = gin only), the share that allow gin, and the mean least deadwood / 50.
+    Zeros for a row with no unseen card."""
+    hands = np.asarray(hands, dtype=np.int64)
+    unseen = np.asarray(unseen, dtype=np.int64)
+    drawable = (unseen[:, None] & _CARD_BIT_ARRAY[None, :]) != 0  # (R, 52)
+    rows, cards = np.nonzero(drawable)
+    after = best_discard_deadwood_array(hands[rows] | _CARD_BIT_ARRAY[cards])
+    counts = drawable.sum(axis=1)
+    knocks = np.bincount(rows, weights=after <= np.asarray(knock_limits)[rows], minlength=len(hands))
+    gins = np.bincount(rows, weights=after == 0, minlength=len(hands))
+    total = np.bincount(rows, weights=after, minlength=len(hands))  # integer sums: exact in float64
+    safe = np.maximum(counts, 1)
+    out = np.stack([knocks / safe, gins / safe, total / safe / 50.0], axis=1)
+    return out.astype(np.float32)
+
+
+def _outlook_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]]) -> np.ndarray:
+    """The outlook columns of every legal action row, decisions in order: a stock draw (and a pass of
+    the upcard, which leads to one) looks at the hand as it is, a discard at the hand without its
+    card; the other actions (take, knock) get zeros."""
+    keys, targets, known, known_targets = [], [], [], []
+    row = 0
+    memo = _OUTLOOK_MEMO
+    for f, legal in zip(facts, actions):
+        limit = int(round(f.knock_limit))  # the stored float reads 6.99999988 for 7
+        for action in legal:
+            if action == DRAW_STOCK or action == PASS:
+                key = (f.hand, f.unseen, limit)
+            elif DISCARD_BASE <= action < KNOCK_BASE:
+                key = (f.hand & ~(1 << (action - DISCARD_BASE)), f.unseen, limit)
+            else:
+                row += 1
+                continue
+            value = memo.get(key)
+            if value is None:
+                keys.append(key)
+                targets.append(row)
+            else:
+                known.append(value)
+                known_targets.append(row)
+            row += 1
+    out = np.zeros((row, NUM_OUTLOOK_FEATURES), dtype=np.float32)
+    if known:
+        out[known_targets] = known
+    if keys:
+        fresh = outlook_features(*np.array(keys, dtype=np.int64).T)
+        out[targets] = fresh
+        if len(memo) + len(keys) > _OUTLOOK_MEMO_LIMIT:
+            memo.clear()
+        memo.update(zip(keys, fresh))
+    return out
+
+
+#: Outlook rows already computed, by (hand, unseen cards, knock limit): rollouts and batches meet
+#: the same positions again (about half the rows of a labelling job). Emptied when full.
+_OUTLOOK_MEMO: dict[tuple[int, int, int], np.ndarray] = {}
+_OUTLOOK_MEMO_LIMIT = 1 << 17
+
+
 __all__ = [
     "ACTION_KINDS",
     "MAX_LEGAL_ACTIONS",
     "NUM_ACTION_FEATURES",
     "NUM_CONTEXT_FEATURES",
+    "NUM_OUTLOOK_FEATURES",
+    "best_discard_deadwood_array",
+    "outlook_features",
     "action_features",
     "context_features",
     "decision_features",
