@@ -67,7 +67,16 @@ from okgin_env.observation import encode
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
 from .policy import build_model, load_checkpoint, load_policy, save_checkpoint
-from .labelling import checkpoint_file, label_decisions_batched, labelling_config, play_learner_matches, record_inputs
+from .labelling import (
+    LABEL_REWARDS,
+    checkpoint_file,
+    label_decisions_batched,
+    label_value,
+    labelling_config,
+    play_learner_matches,
+    record_inputs,
+    unpack_job,
+)
 from .workers import require_ray, run_jobs
 
 
@@ -105,6 +114,11 @@ class Args:
         "choices": ("batched", "single"),
         "help": "batched: all rollouts of a job in lockstep with batched forward passes (training.labelling); "
                 "single: one rollout at a time (the reference path); the same labels either way"})
+    label_reward: str = field(default="points", metadata={
+        "choices": LABEL_REWARDS,
+        "help": "what a rollout's round is worth to the learner: points, the env's zero-sum round points; "
+                "own_penalty (penalty preset only): minus its own penalty points, without the others' "
+                "penalties, which add noise that depends little on the learner's action"})
     extra_labels: str = field(default="", metadata={
         "help": "comma-separated run directories whose labels are added to the fit (after run_dir's own)"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
@@ -132,16 +146,16 @@ class _Player:
         return self.policy.act({"observation": observation, "action_mask": state.legal_mask()})
 
 
-def rollout_points(player: _Player, state, scores, learner: int, seed: int) -> float:
+def rollout_points(player: _Player, state, scores, learner: int, seed: int, reward: str = "points") -> float:
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
-    the others with tie-breaks from ``seed``; the learner's round points."""
+    the others with tie-breaks from ``seed``; the learner's round points (``label_value``)."""
     rng = random.Random(seed)
     while not state.is_over:
         if state.current == learner:
             state.apply_unchecked(player.action(state, scores, learner))
         else:
             state.apply_unchecked(simple_action_for_state(state, rng))
-    return float(state.outcome.rewards[learner])
+    return label_value(state.outcome, learner, reward)
 
 
 def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
@@ -153,7 +167,7 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     One generator, seeded with ``seed``, gives the simple bot's tie-breaks and each label's
     continuation seed, in the order the decisions come: the same job gives the same labels.
     """
-    checkpoint, rules, seed, count = job
+    checkpoint, rules, seed, count, reward = unpack_job(job)
     torch.set_num_threads(1)
     player = _Player(checkpoint_file(checkpoint), rules)
     rng = random.Random(seed)
@@ -168,7 +182,7 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
         for i, action in enumerate(encoded[-1]):
             trial = match.round.clone()
             trial.apply_unchecked(action)
-            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed)
+            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, reward)
         record_inputs(records, observation, encoded)
         records["q"].append(q)
 
@@ -353,6 +367,8 @@ def main(argv: list[str] | None = None) -> dict:
     start = load_checkpoint(args.init_from)
     meta = start["metadata"]
     rules = meta["rules"]
+    if args.label_reward == "own_penalty" and rules != "penalty":
+        raise ValueError(f"--label-reward own_penalty needs a penalty checkpoint; {args.init_from} plays {rules!r}")
 
     # ---- labelling
     chunks = sorted(run_dir.glob("labels_*.npz"))
@@ -362,9 +378,14 @@ def main(argv: list[str] | None = None) -> dict:
             held_out_chunks(len(sizes), args.validation_fraction)  # refused before any labelling
         # What the chunks are labels of: a resumed run keeps them only if it would label the same.
         manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "seed": args.seed, "sizes": sizes}
+        # (The label reward joins the manifest only when it is not the default, so that the chunks
+        # of runs made before the option still resume.)
+        reward = () if args.label_reward == "points" else (args.label_reward,)
+        if reward:
+            manifest["label_reward"] = args.label_reward
         label = label_decisions_batched if args.labelling == "batched" else label_decisions
         chunks, _ = label_chunks(run_dir, manifest, args.init_from, label,
-                                 lambda checkpoint, k, size: (checkpoint, rules, args.seed * 100_000 + k, size),
+                                 lambda checkpoint, k, size: (checkpoint, rules, args.seed * 100_000 + k, size, *reward),
                                  resume=args.resume, workers=args.workers, ray_address=args.ray_address,
                                  progress=args.progress, desc=f"labelling ({args.chunk} decisions a job)")
     own_chunks = len(chunks)

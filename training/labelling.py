@@ -48,6 +48,27 @@ DEFAULT_ROLLOUT_BATCH = 1024
 LABEL_KEYS = ("obs", "ctx", "feat", "ids", "legal", "q")
 
 
+LABEL_REWARDS = ("points", "own_penalty")  # training.improve --label-reward
+
+
+def label_value(outcome, learner: int, reward: str) -> float:
+    """A finished round's worth to ``learner``: its zero-sum reward (``"points"``) or minus its own
+    penalty points (``"own_penalty"``)."""
+    if reward == "own_penalty":
+        return -float(outcome.points[learner])
+    return float(outcome.rewards[learner])
+
+
+def unpack_job(job: tuple) -> tuple[str | bytes, str, int, int, str]:
+    """``(checkpoint, rules, seed, count[, label reward])``: jobs of four entries (as written before
+    the option) label with the zero-sum points."""
+    checkpoint, rules, seed, count, *rest = job
+    reward = rest[0] if rest else "points"
+    if reward not in LABEL_REWARDS:
+        raise ValueError(f"label reward {reward!r}; allowed: {', '.join(LABEL_REWARDS)}")
+    return checkpoint, rules, seed, count, reward
+
+
 def checkpoint_file(checkpoint: str | bytes) -> str:
     """A path to the job's checkpoint: the path itself, or for the file's bytes (what a Ray job
     carries to another node) a copy written once per process into the temporary folder."""
@@ -105,8 +126,10 @@ def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int,
         rollout.state.apply_unchecked(legal_actions[choice])
 
 
-def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, rollout_batch: int) -> None:
-    """Play every rollout to the end of its round; write the learner's round points into ``q[row, column]``."""
+def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, rollout_batch: int,
+             reward: str = "points") -> None:
+    """Play every rollout to the end of its round; write the learner's round points (``label_value``)
+    into ``q[row, column]``."""
     num_players, target = config.num_players, config.target_score
     for begin in range(0, len(rollouts), rollout_batch):
         waiting = rollouts[begin: begin + rollout_batch]
@@ -116,7 +139,7 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
                 if _advance(rollout, learner):
                     pending.append(rollout)
                 else:
-                    q[rollout.row, rollout.column] = rollout.state.outcome.rewards[learner]
+                    q[rollout.row, rollout.column] = label_value(rollout.state.outcome, learner, reward)
             if not pending:
                 break
             # Draw decisions have 2 legal actions, discards up to 22: one forward pass for each
@@ -172,7 +195,7 @@ def record_inputs(records: dict[str, list], observation: dict[str, np.ndarray], 
 
 def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int = DEFAULT_ROLLOUT_BATCH) -> dict[str, np.ndarray]:
     """``training.improve.label_decisions`` (same job, same arrays), with batched rollouts."""
-    checkpoint, rules, seed, count = job
+    checkpoint, rules, seed, count, reward = unpack_job(job)
     if rollout_batch < 1:
         raise ValueError(f"rollout_batch must be at least 1, got {rollout_batch}")
     checkpoint = checkpoint_file(checkpoint)
@@ -203,5 +226,5 @@ def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int =
 
     q = np.zeros((len(records["obs"]), MAX_LEGAL_ACTIONS), dtype=np.float32)
     for seat, rollouts in rollouts_by_learner.items():
-        roll_out(policy.model, rollouts, seat, config, q, rollout_batch)
+        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, reward)
     return {**{k: np.stack(v) for k, v in records.items()}, "q": q}

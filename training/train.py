@@ -77,6 +77,7 @@ from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load
 from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, format_evaluation
 
 PROG = "python -m training.train"
+REWARDS = ("points", "own_penalty")
 
 
 @dataclass
@@ -99,6 +100,11 @@ class Args:
     value_coef: float = field(default=0.5, metadata={"help": "value loss weight"})
     gae_lambda: float = field(default=0.95, metadata={"help": "GAE lambda (gamma is 1 within a round)"})
     reward_scale: float = field(default=25.0, metadata={"help": "round points are divided by this"})
+    reward: str = field(default="points", metadata={
+        "choices": REWARDS,
+        "help": "points: the env's zero-sum round points (penalty: the mean of the others' penalties minus "
+                "one's own); own_penalty (penalty preset only): minus the learner's own penalty points, "
+                "without the others' penalties, which mostly depend on hands it cannot see or change"})
     hidden: int = field(default=192, metadata={"help": "hidden width of the network"})
     outlook_features: bool = field(default=False, metadata={
         "help": "the network also reads, per action, the chance to knock and to go gin after the next "
@@ -162,6 +168,10 @@ def check_args(args: Args) -> None:
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
     parse_pool(args.opponent_pool)
+    if args.reward not in REWARDS:
+        raise ValueError(f"--reward {args.reward!r}; allowed: {', '.join(REWARDS)}")
+    if args.reward == "own_penalty" and args.rules != "penalty":
+        raise ValueError("--reward own_penalty needs --rules penalty (classic rounds score points, not penalties)")
     if args.pool_sampling not in ("fixed", "prioritized"):
         raise ValueError(f"--pool-sampling {args.pool_sampling!r}; allowed: fixed, prioritized")
 
@@ -278,8 +288,32 @@ def retable(tables: VectorGymEnv, current: list[str], wanted: list[str], snapsho
     return list(wanted)
 
 
+def own_penalty_rewards(rewards: np.ndarray, infos: dict, num_players: int) -> np.ndarray:
+    """``--reward own_penalty``: minus the learner's own penalty points of each round that ended.
+
+    The env's zero-sum reward of a seat is ``r = S / (n - 1) - p * n / (n - 1)`` (``S`` the round's
+    penalty points over all seats, ``p`` the seat's own), so ``p = (S - (n - 1) * r) / n``: read
+    from the round's outcome and the learner's reward, whichever seat it played. Rarely (about
+    one round in 200 at 3-4 players) two rounds end within one learner step (a round in which the
+    learner never had to act) and the step's reward sums both, while the info holds the last
+    outcome only; no seat of that outcome then has the reward, and the zero-sum reward is kept."""
+    out = rewards.copy()
+    ended = infos.get("_round_outcome")
+    if ended is None:
+        return out
+    for j in np.flatnonzero(ended).tolist():
+        outcome = infos["round_outcome"][j]
+        if not any(abs(r - float(rewards[j])) < 1e-3 for r in outcome["rewards"]):
+            continue
+        total = float(sum(outcome["points"]))
+        # Penalty points are whole numbers; the rounding undoes the float32 of the env's reward.
+        out[j] = -round((total - (num_players - 1) * float(rewards[j])) / num_players)
+    return out
+
+
 def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray,
-                    rollout: Rollout, teacher_rng: random.Random | None, reward_scale: float):
+                    rollout: Rollout, teacher_rng: random.Random | None, reward_scale: float,
+                    reward: str = "points"):
     """Every table's learner decides once per step, in one batched forward pass, for T steps.
 
     ``teacher_rng`` given (imitation): the simple bot chooses the actions; otherwise they are
@@ -312,7 +346,8 @@ def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.n
         (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
          rollout.legal[t]) = inputs
         rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
-        rollout.rewards[t] = torch.from_numpy(rewards / reward_scale)
+        trained = own_penalty_rewards(rewards, infos, num_players) if reward == "own_penalty" else rewards
+        rollout.rewards[t] = torch.from_numpy(trained / reward_scale)
         rollout.round_ends[t] = torch.from_numpy(round_ended.astype(np.float32))
         if privileged is not None:
             rollout.privileged[t] = privileged
@@ -473,7 +508,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                          "critic" if progress.update < policy_frozen_until else "ppo")
                 # ---- rollout, advantages, update
                 observations, masks = collect_rollout(networks, tables, observations, masks, rollout,
-                                                      teacher_rng if phase == "bc" else None, args.reward_scale)
+                                                      teacher_rng if phase == "bc" else None, args.reward_scale,
+                                                      args.reward)
                 next_value = bootstrap_value(networks, tables, observations, masks)
                 advantages, returns = compute_advantages(rollout, next_value, args.gae_lambda)
                 stats = update_networks(networks, rollout, advantages, returns, phase, args)
