@@ -152,3 +152,32 @@ def test_an_outlook_policy_labels_the_same_batched_and_single(tmp_path, rules, n
     assert batched["feat"].shape[-1] == NUM_ACTION_FEATURES + NUM_OUTLOOK_FEATURES
     for key in LABEL_KEYS:
         np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
+
+
+def test_a_policy_widened_to_the_outlook_inputs_plays_exactly_as_before(tmp_path):
+    """``with_outlook_inputs`` (``training.improve --add-outlook-features``): zero weights on the
+    new inputs, so the widened network gives the old logits, and writing it twice gives the same
+    bytes (label manifests identify the starting checkpoint by its hash)."""
+    from training.improve import write_stable_checkpoint
+    from training.policy import load_checkpoint, model_from_checkpoint, with_outlook_inputs
+
+    payload = load_checkpoint("checkpoints/okgin_classic.pt")
+    wide = with_outlook_inputs(payload)
+    old, new = model_from_checkpoint(payload), model_from_checkpoint(wide)
+    assert new.outlook and not old.outlook
+    observations = mixed_decisions("classic", 2, count=120)
+    obs = np.stack([o["observation"] for o in observations])
+    masks = np.stack([o["action_mask"] for o in observations])
+    narrow_inputs, _ = encode_batch(obs, masks, 2)
+    wide_inputs, _ = encode_batch(obs, masks, 2, outlook=True)
+    assert wide_inputs[2][..., NUM_ACTION_FEATURES:].abs().sum() > 0  # the new inputs are there ...
+    with torch.no_grad():
+        torch.testing.assert_close(new(*wide_inputs)[0], old(*narrow_inputs)[0], rtol=0, atol=0)  # ... and unused
+    write_stable_checkpoint(tmp_path / "a.pt", wide)
+    first = (tmp_path / "a.pt").read_bytes()
+    (tmp_path / "a.pt").unlink()
+    write_stable_checkpoint(tmp_path / "a.pt", wide)  # as a resumed run does
+    assert (tmp_path / "a.pt").read_bytes() == first
+    assert load_policy(tmp_path / "a.pt").model.outlook
+    with pytest.raises(ValueError, match="already reads the outlook"):
+        with_outlook_inputs(wide)

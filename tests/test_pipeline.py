@@ -124,3 +124,18 @@ def test_outlook_features_reach_the_ppo_stage_and_the_steps_follow_its_checkpoin
     assert commands["ppo"][1][-2:] == ["--outlook-features", "--no-progress"]
     # The improvement steps read the network's inputs from the checkpoint they start from.
     assert "--outlook-features" not in commands["improve1"][1]
+
+
+def test_steps_0_runs_ppo_alone_and_ships_its_best_checkpoint(tmp_path):
+    """The penalty recipe (``--steps 0``: the improvement steps do not help at those tables)."""
+    import torch
+
+    run_dir = tmp_path / "p"
+    argv = ["--quick", "--rules", "penalty", "--num-players", "3", "--outlook-features", "--steps", "0",
+            "--run-dir", str(run_dir), "--no-progress"]
+    assert cli(argv) == 0
+    record = json.loads((run_dir / "pipeline.json").read_text())
+    assert list(record["stages"]) == ["ppo"]
+    final = torch.load(run_dir / "final.pt", weights_only=True)
+    assert final["metadata"]["outlook_features"] is True and final["metadata"]["num_players"] == 3
+    assert (run_dir / "final.pt").read_bytes() == (run_dir / "ppo" / "best.pt").read_bytes()

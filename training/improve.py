@@ -12,7 +12,8 @@ same future instead:
    real stock order and opponent hand: training-time information the policy never sees), and the
    round is played out with the policy for its seat and ``simple`` for the other, with the same
    tie-break seed for every action (common random numbers). ``Q(action)`` = the learner's round
-   points. Actions are thus compared on the identical deal, so the differences are free of deal
+   points (``--label-reward own_penalty``, penalty tables: minus its own penalty points, leaving
+   out the others' penalties). Actions are thus compared on the identical deal, so the differences are free of deal
    luck; what remains is the hidden information, which averages out below.
 2. **Fitting**, from the starting weights. The hidden cards were drawn from their true
    distribution given the observation (real play), so what can be learned from the labels is
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import random
 import sys
@@ -66,7 +68,7 @@ from okgin_env.observation import encode
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
-from .policy import build_model, load_checkpoint, load_policy, save_checkpoint
+from .policy import build_model, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs
 from .labelling import (
     LABEL_REWARDS,
     checkpoint_file,
@@ -119,6 +121,10 @@ class Args:
         "help": "what a rollout's round is worth to the learner: points, the env's zero-sum round points; "
                 "own_penalty (penalty preset only): minus its own penalty points, without the others' "
                 "penalties, which add noise that depends little on the learner's action"})
+    add_outlook_features: bool = field(default=False, metadata={
+        "help": "start from --init-from's policy in a network that also reads the next-draw outlook "
+                "(new inputs with zero weights: the same play at first; written to run_dir/start_outlook.pt "
+                "and labelled with), so that the fit can learn to use them"})
     extra_labels: str = field(default="", metadata={
         "help": "comma-separated run directories whose labels are added to the fit (after run_dir's own)"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
@@ -188,6 +194,20 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
 
     play_learner_matches(player.config, player.policy, opponent, seed, count, label)
     return {k: np.stack(v) for k, v in records.items()}
+
+
+def write_stable_checkpoint(path: Path, payload: dict) -> None:
+    """Write ``payload`` so that the same payload always gives the same bytes (a file path would
+    name the archive inside after the temporary file), and leave an equal file alone: a resumed
+    run's label manifest recognises its starting checkpoint by those bytes."""
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    data = buffer.getvalue()
+    if path.exists() and path.read_bytes() == data:
+        return
+    temporary = path.with_suffix(".tmp")
+    temporary.write_bytes(data)
+    temporary.replace(path)
 
 
 def chunk_path(run_dir: Path, k: int) -> Path:
@@ -365,6 +385,11 @@ def main(argv: list[str] | None = None) -> dict:
     seed_everything(args.seed, torch_threads=1)
 
     start = load_checkpoint(args.init_from)
+    if args.add_outlook_features:
+        start = with_outlook_inputs(start)
+        widened = run_dir / "start_outlook.pt"
+        write_stable_checkpoint(widened, {k: v for k, v in start.items() if k in ("format", "model", "metadata")})
+        args = dataclasses.replace(args, init_from=str(widened))
     meta = start["metadata"]
     rules = meta["rules"]
     if args.label_reward == "own_penalty" and rules != "penalty":

@@ -7,9 +7,10 @@ with the arguments below, in a folder of its own under ``--run-dir`` (default ``
    its ``best.pt`` (the best evaluation against ``simple``) goes on.
 2. ``improve1`` (``training.improve``): decisions labelled by rollouts with the PPO policy
    (the first number of ``--steps``), then a regression of its scores onto the labels.
-3. ``improve2``, ...: the same from the previous step's policy, one stage per number of ``--steps``.
+3. ``improve2``, ...: the same from the previous step's policy, one stage per number of ``--steps``
+   (``--steps 0``: none, PPO alone).
 
-The last stage's ``fitted.pt`` is copied to ``RUN_DIR/final.pt``. ``RUN_DIR/pipeline.json`` holds
+The last stage's ``fitted.pt`` (PPO alone: its ``best.pt``) is copied to ``RUN_DIR/final.pt``. ``RUN_DIR/pipeline.json`` holds
 every finished stage's wall time and results, and each stage's own files stay in its folder
 (``progress.csv``, ``summary.json``, TensorBoard logs, label chunks).
 
@@ -81,8 +82,9 @@ QUICK = {"ppo_decisions": 2_048, "steps": "40,40", "eval_matches": 0}
 
 def parse_args(argv: list[str] | None = None) -> Args:
     args = parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
-    if args.quick:
-        args = dataclasses.replace(args, **QUICK)
+    if args.quick:  # (tiny budgets; PPO alone stays PPO alone)
+        quick = {k: v for k, v in QUICK.items() if not (k == "steps" and not step_decisions(args.steps))}
+        args = dataclasses.replace(args, **quick)
     if args.ppo_decisions == 0:
         args = dataclasses.replace(args, ppo_decisions=PPO_DECISIONS[args.rules])
     try:
@@ -102,13 +104,17 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 
 def step_decisions(text: str) -> list[int]:
-    """``"200000,300000"`` -> ``[200000, 300000]``; a clear ``ValueError`` otherwise."""
+    """``"200000,300000"`` -> ``[200000, 300000]``, ``"0"`` -> ``[]`` (PPO alone); a clear
+    ``ValueError`` otherwise."""
     try:
         steps = [int(part) for part in text.split(",")]
     except ValueError:
         raise ValueError(f"--steps {text!r}: give decisions per improvement step as integers, e.g. {DEFAULT_STEPS}") from None
+    if steps == [0]:
+        return []
     if not steps or min(steps) < 1:
-        raise ValueError(f"--steps {text!r}: every step needs at least 1 decision, e.g. {DEFAULT_STEPS}")
+        raise ValueError(f"--steps {text!r}: every step needs at least 1 decision, e.g. {DEFAULT_STEPS} "
+                         "(or 0 alone: no improvement step)")
     return steps
 
 
@@ -207,7 +213,8 @@ def main(argv: list[str] | None = None) -> dict:
         if name not in record["stages"]:
             record["stages"][name] = json.loads((root / name / "stage.json").read_text())
     final = root / "final.pt"
-    shutil.copyfile(root / list(commands)[-1] / "fitted.pt", final)
+    last = list(commands)[-1]
+    shutil.copyfile(root / last / ("best.pt" if last == "ppo" else "fitted.pt"), final)
     record["final"] = str(final)
     record["seconds_total"] = round(sum(stage["seconds"] for stage in record["stages"].values()), 1)
     record_path.write_text(json.dumps(record, indent=2, default=str))

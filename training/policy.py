@@ -26,7 +26,13 @@ from okgin_env.observation import view as observation_view
 from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 
-from .features import MAX_LEGAL_ACTIONS, decision_features, decision_features_batch
+from .features import (
+    MAX_LEGAL_ACTIONS,
+    NUM_ACTION_FEATURES,
+    NUM_OUTLOOK_FEATURES,
+    decision_features,
+    decision_features_batch,
+)
 from .model import PolicyValueNet, parameter_shapes
 
 CHECKPOINT_FORMAT = 1
@@ -176,6 +182,21 @@ def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -
             )
         if not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"checkpoint {path}: weight {name} holds NaN or infinite values")
+
+
+def with_outlook_inputs(payload: dict[str, Any]) -> dict[str, Any]:
+    """A checked payload (``load_checkpoint``) of a network without the outlook inputs, as one with
+    them that plays exactly the same: the scorer's first layer gets ``NUM_OUTLOOK_FEATURES`` input
+    columns of zeros after the 17 action features, so a fit can start using the new inputs from
+    the old policy (``training.improve --add-outlook-features``)."""
+    meta = payload["metadata"]
+    if meta.get("outlook_features", False):
+        raise ValueError("the checkpoint's network already reads the outlook features")
+    weight = payload["model"]["scorer_action.weight"]  # (hidden, action features + action embedding)
+    zeros = torch.zeros(weight.shape[0], NUM_OUTLOOK_FEATURES, dtype=weight.dtype)
+    widened = torch.cat([weight[:, :NUM_ACTION_FEATURES], zeros, weight[:, NUM_ACTION_FEATURES:]], dim=1)
+    return {**payload, "model": {**payload["model"], "scorer_action.weight": widened},
+            "metadata": {**meta, "outlook_features": True}}
 
 
 def build_model(metadata: dict[str, Any]) -> PolicyValueNet:

@@ -33,6 +33,11 @@ inside full matches (so the score inputs are realistic). Both cores: the learner
 tables and runs batched inference in the main process while evaluation (mirrored full matches
 through ``okgin_env.evaluate``) runs in a second process.
 
+At penalty tables ``--reward own_penalty`` trains on minus the learner's own penalty points per
+round instead of the zero-sum reward (less noise; measured: no better play, see the README's
+penalty model card). ``--outlook-features`` gives the network three more inputs per action, what
+the next stock draw promises (``okgin_env.features.outlook_features``).
+
 Optionally (``--privileged-critic``) advantages come from a training-only
 value network that also sees the opponent's hand and the next stock cards (``privileged_features``).
 It predicts a round's points far better than the observation alone (squared error 0.09 against
