@@ -77,3 +77,4 @@ def test_improve_refuses_own_penalty_labels_for_a_classic_checkpoint(tmp_path):
     with pytest.raises(ValueError, match="--label-reward own_penalty needs a penalty checkpoint"):
         improve_main(["--init-from", "checkpoints/okgin_classic.pt", "--label-reward", "own_penalty",
                       "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert not (tmp_path / "run").exists()  # refused before anything is written

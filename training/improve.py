@@ -378,22 +378,24 @@ def main(argv: list[str] | None = None) -> dict:
                          f"{args.validation_fraction}, {args.q_scale} and {args.epochs}")
     if args.ray_address and not args.reuse_labels:
         require_ray(args.ray_address)  # before anything is written
+    start = load_checkpoint(args.init_from)
+    if args.label_reward == "own_penalty" and start["metadata"]["rules"] != "penalty":
+        raise ValueError(f"--label-reward own_penalty needs a penalty checkpoint; {args.init_from} plays "
+                         f"{start['metadata']['rules']!r}")
+    if args.add_outlook_features:
+        start = with_outlook_inputs(start)  # refuses a network that already reads them
     run_dir = Path(args.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
 
     # Seeding: one block for every source of randomness.
     seed_everything(args.seed, torch_threads=1)
 
-    start = load_checkpoint(args.init_from)
     if args.add_outlook_features:
-        start = with_outlook_inputs(start)
         widened = run_dir / "start_outlook.pt"
         write_stable_checkpoint(widened, {k: v for k, v in start.items() if k in ("format", "model", "metadata")})
         args = dataclasses.replace(args, init_from=str(widened))
     meta = start["metadata"]
     rules = meta["rules"]
-    if args.label_reward == "own_penalty" and rules != "penalty":
-        raise ValueError(f"--label-reward own_penalty needs a penalty checkpoint; {args.init_from} plays {rules!r}")
 
     # ---- labelling
     chunks = sorted(run_dir.glob("labels_*.npz"))
