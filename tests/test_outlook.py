@@ -158,8 +158,7 @@ def test_a_policy_widened_to_the_outlook_inputs_plays_exactly_as_before(tmp_path
     """``with_outlook_inputs`` (``training.improve --add-outlook-features``): zero weights on the
     new inputs, so the widened network gives the old logits, and writing it twice gives the same
     bytes (label manifests identify the starting checkpoint by its hash)."""
-    from training.improve import write_stable_checkpoint
-    from training.policy import load_checkpoint, model_from_checkpoint, with_outlook_inputs
+    from training.policy import load_checkpoint, model_from_checkpoint, with_outlook_inputs, write_checkpoint
 
     payload = load_checkpoint("checkpoints/okgin_classic.pt")
     wide = with_outlook_inputs(payload)
@@ -173,10 +172,10 @@ def test_a_policy_widened_to_the_outlook_inputs_plays_exactly_as_before(tmp_path
     assert wide_inputs[2][..., NUM_ACTION_FEATURES:].abs().sum() > 0  # the new inputs are there ...
     with torch.no_grad():
         torch.testing.assert_close(new(*wide_inputs)[0], old(*narrow_inputs)[0], rtol=0, atol=0)  # ... and unused
-    write_stable_checkpoint(tmp_path / "a.pt", wide)
+    write_checkpoint(tmp_path / "a.pt", wide)
     first = (tmp_path / "a.pt").read_bytes()
     (tmp_path / "a.pt").unlink()
-    write_stable_checkpoint(tmp_path / "a.pt", wide)  # as a resumed run does
+    write_checkpoint(tmp_path / "a.pt", wide)  # as a resumed run does
     assert (tmp_path / "a.pt").read_bytes() == first
     assert load_policy(tmp_path / "a.pt").model.outlook
     with pytest.raises(ValueError, match="already reads the outlook"):

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import random
 import sys
@@ -68,7 +67,7 @@ from okgin_env.observation import encode
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
-from .policy import build_model, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs
+from .policy import build_model, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
 from .labelling import (
     LABEL_REWARDS,
     checkpoint_file,
@@ -194,20 +193,6 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
 
     play_learner_matches(player.config, player.policy, opponent, seed, count, label)
     return {k: np.stack(v) for k, v in records.items()}
-
-
-def write_stable_checkpoint(path: Path, payload: dict) -> None:
-    """Write ``payload`` so that the same payload always gives the same bytes (a file path would
-    name the archive inside after the temporary file), and leave an equal file alone: a resumed
-    run's label manifest recognises its starting checkpoint by those bytes."""
-    buffer = io.BytesIO()
-    torch.save(payload, buffer)
-    data = buffer.getvalue()
-    if path.exists() and path.read_bytes() == data:
-        return
-    temporary = path.with_suffix(".tmp")
-    temporary.write_bytes(data)
-    temporary.replace(path)
 
 
 def chunk_path(run_dir: Path, k: int) -> Path:
@@ -392,7 +377,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     if args.add_outlook_features:
         widened = run_dir / "start_outlook.pt"
-        write_stable_checkpoint(widened, {k: v for k, v in start.items() if k in ("format", "model", "metadata")})
+        write_checkpoint(widened, {k: v for k, v in start.items() if k in ("format", "model", "metadata")})
         args = dataclasses.replace(args, init_from=str(widened))
     meta = start["metadata"]
     rules = meta["rules"]

@@ -173,7 +173,7 @@ def play_learner_matches(config, policy, opponent, seed: int, count: int, on_cho
             return False
         on_choice(match, learner, observation,
                   encode_decision(observation["observation"], observation["action_mask"], num_players,
-                                  getattr(getattr(policy, "model", None), "outlook", False)))
+                                  policy.model.outlook))
         seen += 1
         return False
 

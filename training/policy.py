@@ -13,6 +13,7 @@ from a file is allocated before it is known to match the weights actually stored
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -65,13 +66,17 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str,
 
 def write_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """``torch.save(payload)`` to a temporary file beside ``path``, then rename: an interrupted
-    write never leaves a half-written ``path``."""
+    write never leaves a half-written ``path``. Serialised in memory first: saved to a file path,
+    torch names the archive inside after the (random) temporary file, and the same payload would
+    give other bytes each time (label manifests recognise a starting checkpoint by its bytes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(handle)
     try:
-        torch.save(payload, temporary)
+        Path(temporary).write_bytes(buffer.getvalue())
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):

@@ -296,23 +296,21 @@ def retable(tables: VectorGymEnv, current: list[str], wanted: list[str], snapsho
 def own_penalty_rewards(rewards: np.ndarray, infos: dict, num_players: int) -> np.ndarray:
     """``--reward own_penalty``: minus the learner's own penalty points of each round that ended.
 
-    The env's zero-sum reward of a seat is ``r = S / (n - 1) - p * n / (n - 1)`` (``S`` the round's
-    penalty points over all seats, ``p`` the seat's own), so ``p = (S - (n - 1) * r) / n``: read
-    from the round's outcome and the learner's reward, whichever seat it played. Rarely (about
-    one round in 200 at 3-4 players) two rounds end within one learner step (a round in which the
-    learner never had to act) and the step's reward sums both, while the info holds the last
-    outcome only; no seat of that outcome then has the reward, and the zero-sum reward is kept."""
+    The learner's seat is the one the env paid its zero-sum reward to (seats paid the same reward
+    were charged the same penalty), and its penalty is that seat's ``points`` in the round's
+    outcome. Rarely (about one round in 200 at 3-4 players) two rounds end within one learner step
+    (a round in which the learner never had to act) and the step's reward sums both, while the
+    info holds the last outcome only; no seat of that outcome then has the reward, and the
+    zero-sum reward is kept."""
     out = rewards.copy()
     ended = infos.get("_round_outcome")
     if ended is None:
         return out
     for j in np.flatnonzero(ended).tolist():
         outcome = infos["round_outcome"][j]
-        if not any(abs(r - float(rewards[j])) < 1e-3 for r in outcome["rewards"]):
-            continue
-        total = float(sum(outcome["points"]))
-        # Penalty points are whole numbers; the rounding undoes the float32 of the env's reward.
-        out[j] = -round((total - (num_players - 1) * float(rewards[j])) / num_players)
+        seats = [s for s, r in enumerate(outcome["rewards"]) if abs(r - float(rewards[j])) < 1e-3]
+        if seats:
+            out[j] = -outcome["points"][seats[0]]
     return out
 
 
