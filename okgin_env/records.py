@@ -297,7 +297,6 @@ def _replay(record: GameRecord, game: int, copy_states: bool) -> Iterator[Replay
         env = raw_env(**record.env)
     except (TypeError, ValueError) as error:
         raise RecordMismatch(game, None, None, f"field env: {error}") from None
-    n = env.config.num_players
     viewer_rng = np.random.default_rng()  # the copies' generator: play from a copy is not the record's
     previous = None  # the match state the previous round left
     next_dealer: int | None = None

@@ -23,7 +23,8 @@ from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, 
 from okgin_env.rules.cards import card_id, from_mask, parse_cards, to_mask
 from okgin_env.rules.config import make_config
 from okgin_env.rules.infoset import InfoSet
-from okgin_env.rules.melds import candidate_melds_of_mask, deadwood_of_mask, in_some_meld
+from okgin_env.rules.layouts import candidate_melds_of_mask
+from okgin_env.rules.melds import deadwood_of_mask, in_some_meld
 from okgin_env.rules.round import Phase
 
 TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]

@@ -19,13 +19,12 @@ from hypothesis import strategies as st
 import okgin_env
 from okgin_env.rules.cards import from_mask, parse_cards, to_mask
 from okgin_env.rules import melds as solver
+from okgin_env.rules.layouts import best_layoffs, layouts_of_mask
 from okgin_env.rules.melds import (
     best_discard,
-    best_layoffs,
     deadwood_after_discards,
     deadwood_of_mask,
     knock_discards_of_mask,
-    layouts_of_mask,
 )
 
 # ----------------------------------------------------------------------------- reference solver

@@ -1,4 +1,4 @@
-"""What a seat observes (okgin_env/observation.py through the env).
+"""What a seat observes (okgin_env/observation/ through the env).
 
 The no-leak property is tested directly: two deals that differ only in cards a player has not
 seen must give that player identical observations at every step of the same action sequence,

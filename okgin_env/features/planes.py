@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..observation import _MASK_BIT, ObservationView, PackedEncoder
+from ..observation import ObservationView, PackedEncoder
+from ..observation.encode import _MASK_BIT
 from ..observation import view as _observation_view
 from ..rules.actions import DISCARD_BASE, KNOCK_BASE, TAKE_DISCARD, action_str
 from ..rules.cards import NUM_CARDS, card_str

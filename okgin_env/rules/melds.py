@@ -1,5 +1,6 @@
-"""Exact meld solver: minimum deadwood, best arrangement, knock discards (with a cheap pre-check),
-layouts and layoffs, and meld membership (``in_some_meld``).
+"""Exact meld solver: minimum deadwood, best arrangement, knock discards (with a cheap pre-check)
+and meld membership (``in_some_meld``). The showdown's layouts and layoffs, which build on it,
+are in ``layouts.py``.
 
 Cards are handled as 52-bit masks (see ``cards.py``); the public functions also accept any
 iterable of card ids.
@@ -16,9 +17,9 @@ card of a suit) so it needs no loop over the 11 discards either.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-from .cards import CARD_VALUES, NUM_RANKS, SUIT_MASK, from_mask, to_mask
+from .cards import NUM_RANKS, SUIT_MASK, from_mask, to_mask
 
 _NO_CARD = 10_000  # "infinite" deadwood for impossible choices (e.g. dropping from an empty suit)
 
@@ -375,139 +376,3 @@ def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
     melded = to_mask(c for meld in melds for c in meld)
     melds.sort()
     return melds, from_mask(mask & ~melded)
-
-
-# ----------------------------------------------------------------------------- layouts (showdown)
-
-
-def candidate_melds_of_mask(mask: int) -> list[int]:
-    """Every meld (as a mask) that can be formed from ``mask``: sets of 3 and 4, runs of length >= 3."""
-    melds = []
-    suits = _split(mask)
-    for rank in range(NUM_RANKS):
-        holders = [s for s in range(4) if suits[s] >> rank & 1]
-        if len(holders) >= 3:
-            cards = [s * NUM_RANKS + rank for s in holders]
-            if len(cards) == 4:
-                melds.append(to_mask(cards))
-                melds.extend(to_mask(c for c in cards if c != skip) for skip in cards)
-            else:
-                melds.append(to_mask(cards))
-    for suit in range(4):
-        for start in range(NUM_RANKS - 2):
-            end = start
-            while end < NUM_RANKS and suits[suit] >> end & 1:
-                if end - start >= 2:
-                    melds.append(sum(1 << (suit * NUM_RANKS + r) for r in range(start, end + 1)))
-                end += 1
-    return melds
-
-
-def layouts_of_mask(mask: int, max_deadwood: int) -> Iterator[tuple[tuple[int, ...], int]]:
-    """Every arrangement ``(meld masks, deadwood)`` of ``mask`` with deadwood <= ``max_deadwood``.
-
-    Arrangements need not be minimal nor use every meld: a knocker may lay out any of them.
-    """
-    candidates = candidate_melds_of_mask(mask)
-
-    def search(start: int, used: int, chosen: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], int]]:
-        unused = mask & ~used
-        if deadwood_of_mask(unused) > max_deadwood:
-            return  # no arrangement below this node can get within the limit
-        loose_value = _mask_value(unused)
-        if loose_value <= max_deadwood:
-            yield chosen, loose_value
-        for index in range(start, len(candidates)):
-            meld = candidates[index]
-            if not meld & used:
-                yield from search(index + 1, used | meld, chosen + (meld,))
-
-    yield from search(0, 0, ())
-
-
-def _mask_value(mask: int) -> int:
-    total = 0
-    while mask:
-        low = mask & -mask
-        total += CARD_VALUES[low.bit_length() - 1]
-        mask ^= low
-    return total
-
-
-def meld_attachments(meld: int) -> tuple[int, int, int, int]:
-    """How a meld on the table can grow: ``(suit_or_-1, low_rank, high_rank, set_missing_mask)``.
-
-    A run gives its suit and end ranks; a set gives suit -1 and the mask of its missing card(s).
-    """
-    cards = from_mask(meld)
-    ranks = {c % NUM_RANKS for c in cards}
-    if len(ranks) == 1:
-        rank = cards[0] % NUM_RANKS
-        all_four = sum(1 << (s * NUM_RANKS + rank) for s in range(4))
-        return -1, rank, rank, all_four & ~meld
-    suit = cards[0] // NUM_RANKS
-    return suit, cards[0] % NUM_RANKS, cards[-1] % NUM_RANKS, 0
-
-
-def _layoff_options(hand: int, meld: int, low_open: bool, high_open: bool) -> list[int]:
-    """Masks of hand cards that could be laid off on one meld (including laying off nothing)."""
-    suit, low, high, missing = meld_attachments(meld)
-    if suit < 0:
-        options = [0]
-        if low_open and missing & hand:
-            options.append(missing & hand)  # a set of 3 takes at most its one missing card
-        return options
-    base = suit * NUM_RANKS
-    lows = [0]
-    if low_open:
-        rank, laid = low - 1, 0
-        while rank >= 0 and hand >> (base + rank) & 1:
-            laid |= 1 << (base + rank)
-            lows.append(laid)
-            rank -= 1
-    highs = [0]
-    if high_open:
-        rank, laid = high + 1, 0
-        while rank < NUM_RANKS and hand >> (base + rank) & 1:
-            laid |= 1 << (base + rank)
-            highs.append(laid)
-            rank += 1
-    return [lo | hi for lo in lows for hi in highs]
-
-
-def best_layoffs(
-    hand: int, melds: list[int], open_ends: list[tuple[bool, bool]] | None = None
-) -> tuple[int, list[int]]:
-    """A player's best layoffs onto the knocker's ``melds`` (masks): ``(deadwood, laid mask per meld)``.
-
-    ``open_ends[i] = (low_open, high_open)`` says which ends of meld ``i`` still accept cards (in
-    the multi-player game an end closes once another player has laid off there; for a set both
-    flags are the same). The player minimises their own deadwood; among equal results they lay
-    off as few cards as possible. Chains on runs are allowed (6, then 5, then 4 ...).
-    """
-    if open_ends is None:
-        open_ends = [(True, True)] * len(melds)
-    per_meld = [_layoff_options(hand, meld, *ends) for meld, ends in zip(melds, open_ends)]
-    best_deadwood = deadwood_of_mask(hand)
-    best_laid = [0] * len(melds)
-    best_count = 0
-
-    def search(index: int, used: int, laid: list[int]) -> None:
-        nonlocal best_deadwood, best_laid, best_count
-        if index == len(per_meld):
-            if not used:
-                return
-            value = deadwood_of_mask(hand & ~used)
-            count = used.bit_count()
-            if value < best_deadwood or (value == best_deadwood and count < best_count):
-                best_deadwood, best_laid, best_count = value, list(laid), count
-            return
-        for option in per_meld[index]:
-            if not option & used:
-                laid.append(option)
-                search(index + 1, used | option, laid)
-                laid.pop()
-
-    if any(len(options) > 1 for options in per_meld):
-        search(0, 0, [])
-    return best_deadwood, best_laid

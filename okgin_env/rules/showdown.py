@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from .cards import NUM_RANKS, SUIT_MASK, SUITS, from_mask, mask_value, to_mask
 from .config import RulesConfig
-from .melds import best_layoffs, best_melds, deadwood_of_mask, layouts_of_mask
+from .layouts import best_layoffs, layouts_of_mask
+from .melds import best_melds, deadwood_of_mask
 
 KINDS = ("knock", "gin", "undercut", "draw")
 
