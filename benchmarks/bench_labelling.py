@@ -12,11 +12,15 @@ shared machine hurts both alike:
 It reports the median milliseconds per labelled decision per core (process CPU time by default,
 steadier than wall time on a shared machine; ``--clock wall`` for wall time), the ratio, whether
 the two paths gave identical label arrays (they must), and how much of one more batched run is
-spent in the network's forward passes. ``--json FILE`` writes the numbers.
+spent in the network's forward passes. ``--rollout-depths 1,2,4`` also times the batched path
+with truncated rollouts (``training.improve --rollout-depth``: other labels, so only timed; it
+needs a PPO-trained checkpoint such as ``checkpoints/okgin_classic_ppo.pt``). ``--json FILE``
+writes the numbers.
 
 Usage::
 
     python benchmarks/bench_labelling.py [--decisions 300] [--repeats 3] [--checkpoint checkpoints/okgin_classic.pt]
+        [--rollout-depths 1,2,4]
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from training.improve import label_decisions  # noqa: E402
-from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions_batched  # noqa: E402
+from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions_batched, value_scale  # noqa: E402
 from training.model import PolicyValueNet  # noqa: E402
 
 
@@ -71,16 +75,31 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rollout-batch", type=int, default=DEFAULT_ROLLOUT_BATCH)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--rollout-depths", default="", help="comma-separated rollout depths (>= 1) to time as well")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args()
     if args.decisions < 1 or args.repeats < 1 or args.rollout_batch < 1:
         parser.error("--decisions, --repeats and --rollout-batch must be at least 1")
+    try:
+        depths = [int(d) for d in args.rollout_depths.split(",") if d.strip()]
+    except ValueError:
+        depths = [0]
+    if any(d < 1 for d in depths):
+        parser.error(f"--rollout-depths takes positive integers separated by commas, got {args.rollout_depths!r}")
+    if depths:
+        try:
+            value_scale(args.checkpoint)
+        except (ValueError, OSError) as error:
+            parser.error(str(error))
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
     paths = {
         "single": label_decisions,
         "batched": lambda job: label_decisions_batched(job, rollout_batch=args.rollout_batch),
     }
+    for depth in depths:
+        paths[f"batched_depth_{depth}"] = (
+            lambda job, depth=depth: label_decisions_batched((*job, "points", depth), rollout_batch=args.rollout_batch))
     paths["batched"]((args.checkpoint, args.rules, 0, 2))  # warm-up: imports, first model load
     times: dict[str, list[float]] = {name: [] for name in paths}
     identical = True
@@ -93,8 +112,9 @@ def main() -> None:
             times[name].append((clock() - start) * 1000 / args.decisions)
         same = all(np.array_equal(labels["single"][k], labels["batched"][k]) for k in labels["single"])
         identical &= same
-        print(f"repeat {repeat + 1}: single {times['single'][-1]:.2f} ms, batched {times['batched'][-1]:.2f} ms "
-              f"per labelled decision; identical labels: {same}", flush=True)
+        timings = ", ".join(f"{name} {values[-1]:.2f} ms" for name, values in times.items())
+        print(f"repeat {repeat + 1}: {timings} per labelled decision; identical labels (single, batched): {same}",
+              flush=True)
     medians = {name: statistics.median(values) for name, values in times.items()}
     network_ms = network_share(paths["batched"], (args.checkpoint, args.rules, 1000, args.decisions), clock)
     print(f"batched path, one more run: {network_ms:.2f} ms per labelled decision in the network's forward passes", flush=True)

@@ -116,3 +116,112 @@ def test_improve_cli_exits_2_with_a_message(tmp_path, capsys):
     assert cli(["--init-from", str(tmp_path / "missing.pt"), "--run-dir", str(tmp_path / "r")]) == 2
     assert "missing.pt" in capsys.readouterr().err
     assert cli(["--decisions", "0", "--run-dir", str(tmp_path / "r")]) == 2
+
+
+# ----------------------------------------------------------------------------- truncated rollouts (--rollout-depth)
+
+PPO = "checkpoints/okgin_classic_ppo.pt"
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_truncated_labels_agree_between_the_batched_and_single_paths(depth):
+    job = (PPO, "classic", 7, 12, "points", depth)
+    single, batched = label_decisions(job), label_decisions_batched(job)
+    for key in LABEL_KEYS:
+        if key == "q":
+            # The value head's outputs from a batched matrix product may differ in the last bits.
+            np.testing.assert_allclose(batched[key], single[key], rtol=0, atol=1e-4)
+        else:
+            np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
+    full = label_decisions_batched((PPO, "classic", 7, 12))
+    # The same decisions as the whole-round labels (the main line does not depend on the labels),
+    # labelled otherwise: estimates are not whole points.
+    np.testing.assert_array_equal(batched["obs"], full["obs"])
+    assert not np.array_equal(batched["q"], full["q"])
+    legal_q = batched["q"][batched["legal"]]
+    assert np.any(legal_q != np.round(legal_q))
+
+
+def test_a_depth_no_round_reaches_gives_the_whole_round_labels():
+    """The truncation only fires at the learner's depth-th choice: past any round's end, nothing changes."""
+    deep = label_decisions_batched((PPO, "classic", 7, 12, "points", 1000))
+    full = label_decisions_batched((PPO, "classic", 7, 12))
+    for key in LABEL_KEYS:
+        np.testing.assert_array_equal(deep[key], full[key], err_msg=key)
+
+
+def test_truncated_labels_are_the_value_heads_estimate_at_the_next_choice():
+    """Depth 1: each label is the round's points if it ended before the learner's next choice, else the
+    value head times the PPO run's reward scale at that choice, recomputed here from a plain loop."""
+    import random
+
+    import torch
+
+    from training.improve import _Player
+    from training.labelling import play_learner_matches, value_scale
+    from okgin_env.bots.simple import SimpleBot, simple_action_for_state
+
+    labels = label_decisions_batched((PPO, "classic", 7, 6, "points", 1))
+    player = _Player(PPO, "classic")
+    scale = value_scale(PPO)
+    assert scale == 25.0
+    rng = random.Random(7)
+    opponent = SimpleBot()
+    opponent.rng = rng
+    expected = []
+
+    def label(match, learner, observation, encoded):
+        tie_seed = rng.getrandbits(32)
+        row = []
+        for action in encoded[-1]:
+            state = match.round.clone()
+            state.apply_unchecked(action)
+            tie_rng = random.Random(tie_seed)
+            while not state.is_over and not (state.current == learner and len(state.legal_actions()) > 1):
+                if state.current == learner:
+                    state.apply_unchecked(state.legal_actions()[0])
+                else:
+                    state.apply_unchecked(simple_action_for_state(state, tie_rng))
+            if state.is_over:
+                row.append(state.outcome.rewards[learner])
+            else:
+                row.append(float(player.value(state, match.scores, learner)[0]) * scale)
+        expected.append(row)
+
+    with torch.no_grad():
+        play_learner_matches(player.config, player.policy, opponent, 7, 6, label)
+    for q, legal, row in zip(labels["q"], labels["legal"], expected):
+        np.testing.assert_allclose(q[legal], row, rtol=0, atol=1e-4)
+
+
+def test_truncated_rollouts_are_refused_where_they_cannot_be_estimated(tmp_path, capsys):
+    from training.improve import cli
+    from training.labelling import unpack_job, value_scale
+
+    with pytest.raises(ValueError, match="rollout depth -1"):
+        unpack_job((PPO, "classic", 1, 1, "points", -1))
+    with pytest.raises(ValueError, match="needs the label reward 'points'"):
+        unpack_job(("checkpoints/okgin_penalty_3p.pt", "penalty", 1, 1, "own_penalty", 2))
+    with pytest.raises(ValueError, match="value head its fit did not train"):
+        value_scale(CLASSIC)  # made by training.improve
+    run_dir = tmp_path / "r"
+    assert cli(["--init-from", CLASSIC, "--rollout-depth", "2", "--run-dir", str(run_dir)]) == 2
+    assert "value head" in capsys.readouterr().err
+    assert cli(["--init-from", PPO, "--rollout-depth", "-1", "--run-dir", str(run_dir)]) == 2
+    assert "--rollout-depth" in capsys.readouterr().err
+    assert not run_dir.exists()  # a refused run writes nothing
+
+
+def test_improve_labels_with_a_rollout_depth_and_records_it(tmp_path):
+    import json
+
+    from training.improve import main as improve_main
+
+    run_dir = tmp_path / "depth"
+    improve_main(["--init-from", PPO, "--decisions", "4", "--chunk", "4", "--workers", "1", "--epochs", "1",
+                  "--eval-matches", "0", "--no-progress", "--seed", "3", "--rollout-depth", "2",
+                  "--run-dir", str(run_dir)])
+    assert json.loads((run_dir / "labels.json").read_text())["rollout_depth"] == 2
+    with np.load(run_dir / "labels_0000.npz") as chunk:
+        expected = label_decisions_batched((PPO, "classic", 3 * 100_000, 4, "points", 2))
+        np.testing.assert_array_equal(chunk["q"], expected["q"])

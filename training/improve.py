@@ -67,7 +67,7 @@ from okgin_env.observation import encode
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
-from .policy import build_model, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
+from .policy import build_model, encode_decision, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
 from .labelling import (
     LABEL_REWARDS,
     checkpoint_file,
@@ -77,6 +77,7 @@ from .labelling import (
     play_learner_matches,
     record_inputs,
     unpack_job,
+    value_scale,
 )
 from .workers import require_ray, run_jobs
 
@@ -120,6 +121,11 @@ class Args:
         "help": "what a rollout's round is worth to the learner: points, the env's zero-sum round points; "
                 "own_penalty (penalty preset only): minus its own penalty points, without the others' "
                 "penalties, which add noise that depends little on the learner's action"})
+    rollout_depth: int = field(default=0, metadata={
+        "help": "0: play every rollout to the end of its round (the shipped recipe); K > 0: stop a rollout at "
+                "the learner's K-th choice after the labelled one and label it with the value head's estimate "
+                "there (fewer moves per label, less noise, the value head's bias; needs a PPO-trained --init-from "
+                "and --label-reward points)"})
     add_outlook_features: bool = field(default=False, metadata={
         "help": "start from --init-from's policy in a network that also reads the next-draw outlook "
                 "(new inputs with zero weights: the same play at first; written to run_dir/start_outlook.pt "
@@ -150,13 +156,31 @@ class _Player:
         observation = encode(state, scores, self.config.target_score, seat)
         return self.policy.act({"observation": observation, "action_mask": state.legal_mask()})
 
+    def value(self, state, scores, seat: int) -> float:
+        """The value head's output for ``seat``'s decision (in units of its PPO run's reward scale)."""
+        observation = encode(state, scores, self.config.target_score, seat)
+        model = self.policy.model
+        context, features, ids, legal, _ = encode_decision(observation, state.legal_mask(), self.config.num_players,
+                                                           model.outlook)
+        with torch.no_grad():
+            _, value = model(*(torch.from_numpy(x[None]) for x in (observation, context, features, ids, legal)))
+        return value
 
-def rollout_points(player: _Player, state, scores, learner: int, seed: int, reward: str = "points") -> float:
+
+def rollout_points(player: _Player, state, scores, learner: int, seed: int, reward: str = "points",
+                   depth: int = 0, scale: float = 0.0) -> float:
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
-    the others with tie-breaks from ``seed``; the learner's round points (``label_value``)."""
+    the others with tie-breaks from ``seed``; the learner's round points (``label_value``).
+    ``depth > 0``: stop at the learner's ``depth``-th choice and return the value head's estimate
+    there, times ``scale`` (``training.labelling.value_scale``)."""
     rng = random.Random(seed)
+    choices = 0
     while not state.is_over:
         if state.current == learner:
+            if depth and len(state.legal_actions()) > 1:
+                choices += 1
+                if choices == depth:
+                    return float((player.value(state, scores, learner) * scale)[0])
             state.apply_unchecked(player.action(state, scores, learner))
         else:
             state.apply_unchecked(simple_action_for_state(state, rng))
@@ -172,9 +196,11 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     One generator, seeded with ``seed``, gives the simple bot's tie-breaks and each label's
     continuation seed, in the order the decisions come: the same job gives the same labels.
     """
-    checkpoint, rules, seed, count, reward = unpack_job(job)
+    checkpoint, rules, seed, count, reward, depth = unpack_job(job)
     torch.set_num_threads(1)
-    player = _Player(checkpoint_file(checkpoint), rules)
+    checkpoint = checkpoint_file(checkpoint)
+    scale = value_scale(checkpoint) if depth else 0.0
+    player = _Player(checkpoint, rules)
     rng = random.Random(seed)
     opponent = SimpleBot()
     opponent.rng = rng  # shared with the continuation seeds (see the docstring)
@@ -187,7 +213,7 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
         for i, action in enumerate(encoded[-1]):
             trial = match.round.clone()
             trial.apply_unchecked(action)
-            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, reward)
+            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, reward, depth, scale)
         record_inputs(records, observation, encoded)
         records["q"].append(q)
 
@@ -367,6 +393,11 @@ def main(argv: list[str] | None = None) -> dict:
     if args.label_reward == "own_penalty" and start["metadata"]["rules"] != "penalty":
         raise ValueError(f"--label-reward own_penalty needs a penalty checkpoint; {args.init_from} plays "
                          f"{start['metadata']['rules']!r}")
+    if args.rollout_depth < 0:
+        raise ValueError(f"--rollout-depth must be 0 (whole rounds) or positive, got {args.rollout_depth}")
+    if args.rollout_depth and not args.reuse_labels:
+        unpack_job(("", "", 0, 0, args.label_reward, args.rollout_depth))  # refuses own_penalty with a depth
+        value_scale(args.init_from)  # refuses a file whose value head was not trained
     if args.add_outlook_features:
         start = with_outlook_inputs(start)  # refuses a network that already reads them
     run_dir = Path(args.run_dir)
@@ -392,9 +423,12 @@ def main(argv: list[str] | None = None) -> dict:
         manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "seed": args.seed, "sizes": sizes}
         # (The label reward joins the manifest only when it is not the default, so that the chunks
         # of runs made before the option still resume.)
-        reward = () if args.label_reward == "points" else (args.label_reward,)
+        reward = () if args.label_reward == "points" and not args.rollout_depth else (args.label_reward,)
         if reward:
             manifest["label_reward"] = args.label_reward
+        if args.rollout_depth:
+            manifest["rollout_depth"] = args.rollout_depth
+            reward = (*reward, args.rollout_depth)
         label = label_decisions_batched if args.labelling == "batched" else label_decisions
         chunks, _ = label_chunks(run_dir, manifest, args.init_from, label,
                                  lambda checkpoint, k, size: (checkpoint, rules, args.seed * 100_000 + k, size, *reward),

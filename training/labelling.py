@@ -59,14 +59,36 @@ def label_value(outcome, learner: int, reward: str) -> float:
     return float(outcome.rewards[learner])
 
 
-def unpack_job(job: tuple) -> tuple[str | bytes, str, int, int, str]:
-    """``(checkpoint, rules, seed, count[, label reward])``: jobs of four entries (as written before
-    the option) label with the zero-sum points."""
+def unpack_job(job: tuple) -> tuple[str | bytes, str, int, int, str, int]:
+    """``(checkpoint, rules, seed, count[, label reward[, rollout depth]])``: jobs of four entries
+    (as written before the options) label with the zero-sum points of whole rollouts (depth 0)."""
     checkpoint, rules, seed, count, *rest = job
     reward = rest[0] if rest else "points"
+    depth = rest[1] if len(rest) > 1 else 0
     if reward not in LABEL_REWARDS:
         raise ValueError(f"label reward {reward!r}; allowed: {', '.join(LABEL_REWARDS)}")
-    return checkpoint, rules, seed, count, reward
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+        raise ValueError(f"rollout depth {depth!r}; allowed: 0 (play every rollout to the round's end) or a "
+                         "positive number of the learner's choices")
+    if depth and reward != "points":
+        raise ValueError(f"a rollout depth needs the label reward 'points' (the value head estimates the "
+                         f"zero-sum round points), not {reward!r}")
+    return checkpoint, rules, seed, count, reward, depth
+
+
+def value_scale(checkpoint: str) -> float:
+    """Round points per unit of the checkpoint's value head: the ``reward_scale`` its PPO run
+    divided the round points by. Truncated rollouts (a rollout depth) end on the value head's
+    estimate, which only a network whose value head was trained against the round's points has:
+    a file made by ``training.improve`` or ``training.distil`` (whose fits move the shared layers
+    under an untrained value head) is refused."""
+    metadata = load_checkpoint(checkpoint)["metadata"]
+    scale = metadata.get("args", {}).get("reward_scale")
+    if "improve_args" in metadata or not isinstance(scale, (int, float)) or scale <= 0:
+        raise ValueError(f"{checkpoint}: a rollout depth ends rollouts on the value head's estimate, which needs a "
+                         "network trained by PPO (training.train records its reward_scale); a file made by "
+                         "training.improve or training.distil has a value head its fit did not train")
+    return float(scale)
 
 
 def checkpoint_file(checkpoint: str | bytes) -> str:
@@ -90,12 +112,14 @@ def labelling_config(checkpoint: str, rules: str):
 
 
 class _Rollout:
-    """One action of one labelled decision, played out to the end of its round."""
+    """One action of one labelled decision, played out to the end of its round (or to the learner's
+    ``depth``-th choice, ``choices`` counting those reached)."""
 
-    __slots__ = ("state", "rng", "scores", "row", "column")
+    __slots__ = ("state", "rng", "scores", "row", "column", "choices")
 
     def __init__(self, state, seed: int, scores, row: int, column: int):
         self.state, self.rng, self.scores, self.row, self.column = state, random.Random(seed), scores, row, column
+        self.choices = 0
 
 
 def _advance(rollout: _Rollout, learner: int) -> bool:
@@ -112,8 +136,8 @@ def _advance(rollout: _Rollout, learner: int) -> bool:
     return False
 
 
-def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int) -> None:
-    """Apply the network's greedy action in every rollout (one forward pass)."""
+def _forward(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int):
+    """``(logits, values, legal actions)`` of the learner's decision in every rollout (one forward pass)."""
     flat = torch.from_numpy(np.stack([encode(r.state, r.scores, target, learner) for r in rollouts]))
     # The network's other inputs from each state's view (no decoding of the floats just written),
     # the action rows cut to the widest legal set (padding rows only add -inf logits).
@@ -121,25 +145,38 @@ def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int,
     width = max(len(v.legal) for v in views)
     (context, features, ids, legal), actions = encode_views(views, num_players, width, model.outlook)
     with torch.no_grad():
-        logits, _ = model(flat, context, features, ids, legal)
+        logits, values = model(flat, context, features, ids, legal)
+    return logits, values, actions
+
+
+def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int) -> None:
+    """Apply the network's greedy action in every rollout (one forward pass)."""
+    logits, _, actions = _forward(model, rollouts, learner, num_players, target)
     for rollout, choice, legal_actions in zip(rollouts, torch.argmax(logits, dim=-1).tolist(), actions):
         rollout.state.apply_unchecked(legal_actions[choice])
 
 
 def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, rollout_batch: int,
-             reward: str = "points") -> None:
+             reward: str = "points", depth: int = 0, scale: float = 0.0) -> None:
     """Play every rollout to the end of its round; write the learner's round points (``label_value``)
-    into ``q[row, column]``."""
+    into ``q[row, column]``. ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice
+    stops there, and its label is the value head's estimate of the round's points from the
+    learner's observation (times ``scale``, see ``value_scale``)."""
     num_players, target = config.num_players, config.target_score
     for begin in range(0, len(rollouts), rollout_batch):
         waiting = rollouts[begin: begin + rollout_batch]
         while waiting:
-            pending = []
+            pending, estimated = [], []
             for rollout in waiting:
                 if _advance(rollout, learner):
-                    pending.append(rollout)
+                    rollout.choices += 1
+                    (estimated if rollout.choices == depth else pending).append(rollout)
                 else:
                     q[rollout.row, rollout.column] = label_value(rollout.state.outcome, learner, reward)
+            if estimated:
+                _, values, _ = _forward(model, estimated, learner, num_players, target)
+                for rollout, value in zip(estimated, (values * scale).tolist()):
+                    q[rollout.row, rollout.column] = value
             if not pending:
                 break
             # Draw decisions have 2 legal actions, discards up to 22: one forward pass for each
@@ -195,10 +232,11 @@ def record_inputs(records: dict[str, list], observation: dict[str, np.ndarray], 
 
 def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int = DEFAULT_ROLLOUT_BATCH) -> dict[str, np.ndarray]:
     """``training.improve.label_decisions`` (same job, same arrays), with batched rollouts."""
-    checkpoint, rules, seed, count, reward = unpack_job(job)
+    checkpoint, rules, seed, count, reward, depth = unpack_job(job)
     if rollout_batch < 1:
         raise ValueError(f"rollout_batch must be at least 1, got {rollout_batch}")
     checkpoint = checkpoint_file(checkpoint)
+    scale = value_scale(checkpoint) if depth else 0.0
     torch.set_num_threads(1)
     config = labelling_config(checkpoint, rules)
     policy = load_policy(checkpoint, rules=config)
@@ -226,5 +264,5 @@ def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int =
 
     q = np.zeros((len(records["obs"]), MAX_LEGAL_ACTIONS), dtype=np.float32)
     for seat, rollouts in rollouts_by_learner.items():
-        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, reward)
+        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, reward, depth, scale)
     return {**{k: np.stack(v) for k, v in records.items()}, "q": q}
