@@ -125,7 +125,7 @@ PPO = "checkpoints/okgin_classic_ppo.pt"
 
 @pytest.mark.parametrize("depth", [1, 3])
 def test_truncated_labels_agree_between_the_batched_and_single_paths(depth):
-    job = (PPO, "classic", 7, 12, "points", depth)
+    job = (PPO, "classic", 7, 12, {"depth": depth})
     single, batched = label_decisions(job), label_decisions_batched(job)
     for key in LABEL_KEYS:
         if key == "q":
@@ -144,7 +144,7 @@ def test_truncated_labels_agree_between_the_batched_and_single_paths(depth):
 
 def test_a_depth_no_round_reaches_gives_the_whole_round_labels():
     """The truncation only fires at the learner's depth-th choice: past any round's end, nothing changes."""
-    deep = label_decisions_batched((PPO, "classic", 7, 12, "points", 1000))
+    deep = label_decisions_batched((PPO, "classic", 7, 12, {"depth": 1000}))
     full = label_decisions_batched((PPO, "classic", 7, 12))
     for key in LABEL_KEYS:
         np.testing.assert_array_equal(deep[key], full[key], err_msg=key)
@@ -161,7 +161,7 @@ def test_truncated_labels_are_the_value_heads_estimate_at_the_next_choice():
     from training.labelling import play_learner_matches, value_scale
     from okgin_env.bots.simple import SimpleBot, simple_action_for_state
 
-    labels = label_decisions_batched((PPO, "classic", 7, 6, "points", 1))
+    labels = label_decisions_batched((PPO, "classic", 7, 6, {"depth": 1}))
     player = _Player(PPO, "classic")
     scale = value_scale(PPO)
     assert scale == 25.0
@@ -199,9 +199,9 @@ def test_truncated_rollouts_are_refused_where_they_cannot_be_estimated(tmp_path,
     from training.labelling import unpack_job, value_scale
 
     with pytest.raises(ValueError, match="rollout depth -1"):
-        unpack_job((PPO, "classic", 1, 1, "points", -1))
+        unpack_job((PPO, "classic", 1, 1, {"depth": -1}))
     with pytest.raises(ValueError, match="needs the label reward 'points'"):
-        unpack_job(("checkpoints/okgin_penalty_3p.pt", "penalty", 1, 1, "own_penalty", 2))
+        unpack_job(("checkpoints/okgin_penalty_3p.pt", "penalty", 1, 1, {"reward": "own_penalty", "depth": 2}))
     with pytest.raises(ValueError, match="value head its fit did not train"):
         value_scale(CLASSIC)  # made by training.improve
     run_dir = tmp_path / "r"
@@ -223,5 +223,84 @@ def test_improve_labels_with_a_rollout_depth_and_records_it(tmp_path):
                   "--run-dir", str(run_dir)])
     assert json.loads((run_dir / "labels.json").read_text())["rollout_depth"] == 2
     with np.load(run_dir / "labels_0000.npz") as chunk:
-        expected = label_decisions_batched((PPO, "classic", 3 * 100_000, 4, "points", 2))
+        expected = label_decisions_batched((PPO, "classic", 3 * 100_000, 4, {"depth": 2}))
         np.testing.assert_array_equal(chunk["q"], expected["q"])
+
+
+# ----------------------------------------------------------------------------- the policy's top actions only (--label-top)
+
+
+@pytest.mark.parametrize("checkpoint, rules, top", [(CLASSIC, "classic", 2), (PPO, "classic", 3),
+                                                   ("checkpoints/okgin_penalty_3p.pt", "penalty", 2)])
+def test_top_labels_are_the_whole_labels_of_the_policys_best_scored_actions(checkpoint, rules, top):
+    import torch
+
+    from training.policy import load_policy
+
+    job = (checkpoint, rules, 5, 16, {"top": top})
+    single, batched = label_decisions(job), label_decisions_batched(job)
+    assert sorted(single) == sorted(batched) == sorted((*LABEL_KEYS, "labelled"))
+    for key in single:
+        np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
+    full = label_decisions_batched((checkpoint, rules, 5, 16))
+    for key in LABEL_KEYS[:-1]:  # the same decisions
+        np.testing.assert_array_equal(batched[key], full[key], err_msg=key)
+    chosen = batched["labelled"]
+    # The labelled actions' labels are exactly the whole run's (each action keeps its own rollout).
+    np.testing.assert_array_equal(batched["q"], np.where(chosen, full["q"], 0))
+    legal_count = batched["legal"].sum(1)
+    np.testing.assert_array_equal(chosen.sum(1), np.minimum(legal_count, top))
+    assert not np.any(chosen & ~batched["legal"])
+    assert np.any(legal_count > top)  # some decisions did leave actions out
+    # ... and those left out are never among the policy's best-scored ones.
+    policy = load_policy(checkpoint, rules=None)
+    with torch.no_grad():
+        logits, _ = policy.model(*(torch.from_numpy(batched[k]) for k in ("obs", "ctx", "feat", "ids", "legal")))
+    logits = logits.numpy()
+    for row in range(len(logits)):
+        kept = logits[row][chosen[row]].min()
+        dropped = logits[row][batched["legal"][row] & ~chosen[row]]
+        assert dropped.size == 0 or dropped.max() <= kept
+
+
+def test_the_fit_compares_only_the_labelled_actions():
+    import torch
+
+    from training.improve import agreement, chosen_points, fit_loss
+    from training.policy import load_policy
+
+    labels = label_decisions_batched((CLASSIC, "classic", 5, 16, {"top": 2}))
+    batch = {k: torch.from_numpy(v) for k, v in labels.items()}
+    model = load_policy(CLASSIC).model
+    poisoned = dict(batch, q=torch.where(batch["labelled"], batch["q"], torch.full_like(batch["q"], 1000.0)))
+    for objective in ("regress", "policy", "imitate"):
+        assert fit_loss(model, poisoned, 2.0, objective).item() == pytest.approx(fit_loss(model, batch, 2.0, objective).item())
+    assert torch.equal(chosen_points(model, poisoned), chosen_points(model, batch))
+    assert agreement(model, poisoned) == agreement(model, batch)
+    # Without the labelled flags the same labels would be read as every legal action's: not the same loss.
+    unflagged = {k: v for k, v in poisoned.items() if k != "labelled"}
+    assert fit_loss(model, unflagged, 2.0).item() != pytest.approx(fit_loss(model, batch, 2.0).item())
+
+
+def test_label_top_is_checked_and_recorded(tmp_path, capsys):
+    import json
+
+    from training.improve import cli, main as improve_main
+    from training.labelling import unpack_job
+
+    for bad in ({"top": 1}, {"top": -2}, {"depth": True}, {"colour": 3}):
+        with pytest.raises(ValueError, match="allowed"):
+            unpack_job((CLASSIC, "classic", 1, 1, bad))
+    with pytest.raises(ValueError, match="4 or 5 entries"):
+        unpack_job((CLASSIC, "classic", 1, 1, "points", 2))
+    refused = tmp_path / "refused"
+    assert cli(["--label-top", "1", "--run-dir", str(refused)]) == 2
+    assert "--label-top" in capsys.readouterr().err and not refused.exists()
+    run_dir = tmp_path / "top"
+    improve_main(["--init-from", CLASSIC, "--decisions", "8", "--chunk", "4", "--workers", "1", "--epochs", "1",
+                  "--eval-matches", "0", "--no-progress", "--seed", "3", "--label-top", "2", "--run-dir", str(run_dir)])
+    assert json.loads((run_dir / "labels.json").read_text())["label_top"] == 2
+    with np.load(run_dir / "labels_0001.npz") as chunk:
+        expected = label_decisions_batched((CLASSIC, "classic", 3 * 100_000 + 1, 4, {"top": 2}))
+        for key in expected:
+            np.testing.assert_array_equal(chunk[key], expected[key], err_msg=key)

@@ -15,6 +15,9 @@ same future instead:
    points (``--label-reward own_penalty``, penalty tables: minus its own penalty points, leaving
    out the others' penalties). Actions are thus compared on the identical deal, so the differences are free of deal
    luck; what remains is the hidden information, which averages out below.
+   (``--rollout-depth K`` stops each rollout at the learner's K-th choice and takes the value
+   head's estimate there instead: faster, but measured worse, see the README's model card.
+   ``--label-top K`` labels only the K actions the policy scores highest, with the same labels.)
 2. **Fitting**, from the starting weights. The hidden cards were drawn from their true
    distribution given the observation (real play), so what can be learned from the labels is
    ``E[Q | observation]``: the best action *given what the policy can see*, not the one that
@@ -69,10 +72,13 @@ from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
 from .policy import build_model, encode_decision, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
 from .labelling import (
+    LABEL_OPTIONS,
     LABEL_REWARDS,
     checkpoint_file,
     label_decisions_batched,
     label_value,
+    labelled_columns,
+    labelled_flags,
     labelling_config,
     play_learner_matches,
     record_inputs,
@@ -126,6 +132,10 @@ class Args:
                 "the learner's K-th choice after the labelled one and label it with the value head's estimate "
                 "there (fewer moves per label, less noise, the value head's bias; needs a PPO-trained --init-from "
                 "and --label-reward points)"})
+    label_top: int = field(default=0, metadata={
+        "help": "0: label every legal action (the shipped recipe); K > 0: label only the K actions the policy "
+                "scores highest (its greedy choice among them), so fewer rollouts per decision; the fit then "
+                "compares those actions only"})
     add_outlook_features: bool = field(default=False, metadata={
         "help": "start from --init-from's policy in a network that also reads the next-draw outlook "
                 "(new inputs with zero weights: the same play at first; written to run_dir/start_outlook.pt "
@@ -196,28 +206,33 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     One generator, seeded with ``seed``, gives the simple bot's tie-breaks and each label's
     continuation seed, in the order the decisions come: the same job gives the same labels.
     """
-    checkpoint, rules, seed, count, reward, depth = unpack_job(job)
+    job = unpack_job(job)
     torch.set_num_threads(1)
-    checkpoint = checkpoint_file(checkpoint)
-    scale = value_scale(checkpoint) if depth else 0.0
-    player = _Player(checkpoint, rules)
-    rng = random.Random(seed)
+    checkpoint = checkpoint_file(job.checkpoint)
+    scale = value_scale(checkpoint) if job.depth else 0.0
+    player = _Player(checkpoint, job.rules)
+    rng = random.Random(job.seed)
     opponent = SimpleBot()
     opponent.rng = rng  # shared with the continuation seeds (see the docstring)
-    records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q")}
+    records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q", "labelled")}
 
     def label(match, learner: int, observation: dict[str, np.ndarray], encoded: tuple) -> None:
-        """Label the learner's decision before it acts: ``Q`` of every legal action, on the same future."""
+        """Label the learner's decision before it acts: ``Q`` of every legal action (or of the
+        policy's ``top`` choices), on the same future."""
         tie_seed = rng.getrandbits(32)
         q = np.zeros(MAX_LEGAL_ACTIONS, dtype=np.float32)
-        for i, action in enumerate(encoded[-1]):
+        columns = labelled_columns(player.policy.model, observation["observation"], encoded, job.top)
+        for i in columns:
             trial = match.round.clone()
-            trial.apply_unchecked(action)
-            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, reward, depth, scale)
+            trial.apply_unchecked(encoded[-1][i])
+            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward, job.depth, scale)
         record_inputs(records, observation, encoded)
         records["q"].append(q)
+        records["labelled"].append(labelled_flags(columns))
 
-    play_learner_matches(player.config, player.policy, opponent, seed, count, label)
+    play_learner_matches(player.config, player.policy, opponent, job.seed, job.count, label)
+    if not job.top:
+        del records["labelled"]  # every legal action is labelled
     return {k: np.stack(v) for k, v in records.items()}
 
 
@@ -347,36 +362,45 @@ def validation_order(lengths: list[int], own_chunks: int, fraction: float, split
     return torch.cat([torch.arange(begin, end), rest[torch.randperm(rest.shape[0])]]), end - begin
 
 
+def labelled(batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The slots whose labels the fit compares: every legal action, or those a ``--label-top`` run labelled."""
+    return batch["labelled"] if "labelled" in batch else batch["legal"]
+
+
 def fit_loss(model, batch: dict[str, torch.Tensor], q_scale: float, objective: str = "regress") -> torch.Tensor:
     logits, _ = model(batch["obs"], batch["ctx"], batch["feat"], batch["ids"], batch["legal"])
+    compared = labelled(batch)
     if objective == "imitate":
         # The labels are a teacher's choice, one-hot (training.distil): learn to play it.
-        return torch.nn.functional.cross_entropy(logits, batch["q"].masked_fill(~batch["legal"], float("-inf")).argmax(-1))
+        return torch.nn.functional.cross_entropy(logits, batch["q"].masked_fill(~compared, float("-inf")).argmax(-1))
     if objective == "policy":
         # Expected label under the policy, for every action at once (no sampling noise), relative
         # to the labels' mean so that the loss is comparable across decisions.
         probabilities = torch.softmax(logits, dim=-1)
-        advantages = centred(batch["q"] / q_scale, batch["legal"])
+        advantages = centred(batch["q"] / q_scale, compared)
         return -(probabilities * advantages).sum(-1).mean()
-    scores = centred(logits.masked_fill(~batch["legal"], 0.0), batch["legal"])
-    targets = centred(batch["q"] / q_scale, batch["legal"])
-    return ((scores - targets) ** 2).sum() / batch["legal"].sum()
+    scores = centred(logits.masked_fill(~compared, 0.0), compared)
+    targets = centred(batch["q"] / q_scale, compared)
+    return ((scores - targets) ** 2).sum() / compared.sum()
+
+
+def _choices(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``(B, 1)``: each decision's highest-scored labelled action (every legal one is, unless ``--label-top``)."""
+    with torch.no_grad():
+        logits, _ = model(batch["obs"], batch["ctx"], batch["feat"], batch["ids"], batch["legal"])
+    return logits.masked_fill(~labelled(batch), float("-inf")).argmax(-1, keepdim=True)
 
 
 def chosen_points(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """The label (round points) of the action each decision's highest score picks."""
-    with torch.no_grad():
-        logits, _ = model(batch["obs"], batch["ctx"], batch["feat"], batch["ids"], batch["legal"])
-    return batch["q"].gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)
+    """The label (round points) of the action each decision's highest score picks (among the
+    labelled actions: with ``--label-top`` a choice outside them has no label to read)."""
+    return batch["q"].gather(-1, _choices(model, batch)).squeeze(-1)
 
 
 def agreement(model, batch: dict[str, torch.Tensor]) -> float:
-    """Fraction of decisions whose highest score is an action with the highest label."""
-    with torch.no_grad():
-        logits, _ = model(batch["obs"], batch["ctx"], batch["feat"], batch["ids"], batch["legal"])
-    best_q = batch["q"].masked_fill(~batch["legal"], -1e9).max(-1, keepdim=True).values
-    chosen = logits.argmax(-1, keepdim=True)
-    return float((batch["q"].gather(-1, chosen) >= best_q).float().mean())
+    """Fraction of decisions whose highest score (among the labelled actions) has the highest label."""
+    best_q = batch["q"].masked_fill(~labelled(batch), -1e9).max(-1, keepdim=True).values
+    return float((batch["q"].gather(-1, _choices(model, batch)) >= best_q).float().mean())
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -395,8 +419,11 @@ def main(argv: list[str] | None = None) -> dict:
                          f"{start['metadata']['rules']!r}")
     if args.rollout_depth < 0:
         raise ValueError(f"--rollout-depth must be 0 (whole rounds) or positive, got {args.rollout_depth}")
+    if args.label_top < 0 or args.label_top == 1:
+        raise ValueError(f"--label-top must be 0 (every legal action) or at least 2 (one labelled action leaves "
+                         f"nothing to compare), got {args.label_top}")
     if args.rollout_depth and not args.reuse_labels:
-        unpack_job(("", "", 0, 0, args.label_reward, args.rollout_depth))  # refuses own_penalty with a depth
+        unpack_job(("", "", 0, 0, {"reward": args.label_reward, "depth": args.rollout_depth}))  # own_penalty refused
         value_scale(args.init_from)  # refuses a file whose value head was not trained
     if args.add_outlook_features:
         start = with_outlook_inputs(start)  # refuses a network that already reads them
@@ -421,17 +448,17 @@ def main(argv: list[str] | None = None) -> dict:
             held_out_chunks(len(sizes), args.validation_fraction)  # refused before any labelling
         # What the chunks are labels of: a resumed run keeps them only if it would label the same.
         manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "seed": args.seed, "sizes": sizes}
-        # (The label reward joins the manifest only when it is not the default, so that the chunks
-        # of runs made before the option still resume.)
-        reward = () if args.label_reward == "points" and not args.rollout_depth else (args.label_reward,)
-        if reward:
-            manifest["label_reward"] = args.label_reward
-        if args.rollout_depth:
-            manifest["rollout_depth"] = args.rollout_depth
-            reward = (*reward, args.rollout_depth)
+        # (Options join the manifest and the jobs only when they are not the default, so that the
+        # chunks of runs made before the options still resume.)
+        chosen = {"reward": args.label_reward, "depth": args.rollout_depth, "top": args.label_top}
+        options = {key: value for key, value in chosen.items() if value != LABEL_OPTIONS[key]}
+        for key, name in (("reward", "label_reward"), ("depth", "rollout_depth"), ("top", "label_top")):
+            if key in options:
+                manifest[name] = options[key]
+        job_options = (options,) if options else ()
         label = label_decisions_batched if args.labelling == "batched" else label_decisions
         chunks, _ = label_chunks(run_dir, manifest, args.init_from, label,
-                                 lambda checkpoint, k, size: (checkpoint, rules, args.seed * 100_000 + k, size, *reward),
+                                 lambda checkpoint, k, size: (checkpoint, rules, args.seed * 100_000 + k, size, *job_options),
                                  resume=args.resume, workers=args.workers, ray_address=args.ray_address,
                                  progress=args.progress, desc=f"labelling ({args.chunk} decisions a job)")
     own_chunks = len(chunks)
@@ -441,7 +468,10 @@ def main(argv: list[str] | None = None) -> dict:
             raise FileNotFoundError(f"--extra-labels {extra}: no labels_*.npz there")
         chunks = [*chunks, *found]
     parts = [np.load(p) for p in chunks]
-    data = {k: torch.from_numpy(np.concatenate([p[k] for p in parts])) for k in parts[0].files}
+    keys = set().union(*(part.files for part in parts))
+    # Chunks of a --label-top run carry which slots they labelled; in any other chunk every legal one is.
+    data = {k: torch.from_numpy(np.concatenate([p[k] if k in p.files or k != "labelled" else p["legal"] for p in parts]))
+            for k in keys}
     size = data["q"].shape[0]
     order, held = validation_order([part["q"].shape[0] for part in parts], own_chunks, args.validation_fraction,
                                    args.validation_split)

@@ -10,7 +10,8 @@ tuple, same arrays) in two passes:
    labelled decision's continuation seed from the job's generator at the same moment, and
    keeps a copy of each labelled decision's round state instead of rolling it out there. The
    main line never depends on the labels, so this is the same sequence of matches.
-2. **Roll out in lockstep.** Every (decision, action) pair becomes a rollout with its own
+2. **Roll out in lockstep.** Every (decision, action) pair (with a ``top``, the policy's ``top``
+   best-scored actions of the decision) becomes a rollout with its own
    ``random.Random(seed)`` for the simple player's tie-breaks (as in the unbatched path). All
    rollouts advance together: each one runs ``simple`` and forced moves until the learner has
    a choice; then the observations of every waiting rollout go through the network in one
@@ -31,6 +32,7 @@ import os
 import random
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -59,21 +61,66 @@ def label_value(outcome, learner: int, reward: str) -> float:
     return float(outcome.rewards[learner])
 
 
-def unpack_job(job: tuple) -> tuple[str | bytes, str, int, int, str, int]:
-    """``(checkpoint, rules, seed, count[, label reward[, rollout depth]])``: jobs of four entries
-    (as written before the options) label with the zero-sum points of whole rollouts (depth 0)."""
+class LabelJob(NamedTuple):
+    """One labelling job (``unpack_job``): label ``count`` decisions of matches dealt from ``seed``."""
+
+    checkpoint: str | bytes  # a path, or the file's bytes (a Ray job on another node)
+    rules: str  # the preset; the player count is the checkpoint's own
+    seed: int
+    count: int
+    reward: str = "points"  # label_value's ``reward``
+    depth: int = 0  # 0: whole rounds; K: stop at the learner's K-th choice (value head's estimate)
+    top: int = 0  # 0: every legal action; K: the policy's K highest-scored actions only
+
+
+#: What a job's options may set, and the defaults (the labels of jobs written before them).
+LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0}
+
+
+def unpack_job(job: tuple) -> LabelJob:
+    """``(checkpoint, rules, seed, count[, options])``, ``options`` a dict of ``LABEL_OPTIONS``
+    entries (or, as written before the other options, the label reward alone); every option is
+    checked, with a message that says what is allowed."""
     checkpoint, rules, seed, count, *rest = job
-    reward = rest[0] if rest else "points"
-    depth = rest[1] if len(rest) > 1 else 0
+    if len(rest) > 1:
+        raise ValueError(f"a labelling job has 4 or 5 entries (the fifth a dict of options), got {len(job)}")
+    options = rest[0] if rest else {}
+    if isinstance(options, str):
+        options = {"reward": options}
+    if not isinstance(options, dict) or set(options) - set(LABEL_OPTIONS):
+        raise ValueError(f"labelling options {options!r}; allowed keys: {', '.join(LABEL_OPTIONS)}")
+    options = {**LABEL_OPTIONS, **options}
+    reward, depth, top = options["reward"], options["depth"], options["top"]
     if reward not in LABEL_REWARDS:
         raise ValueError(f"label reward {reward!r}; allowed: {', '.join(LABEL_REWARDS)}")
-    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-        raise ValueError(f"rollout depth {depth!r}; allowed: 0 (play every rollout to the round's end) or a "
-                         "positive number of the learner's choices")
+    for name, value, meaning, least in (("rollout depth", depth, "play every rollout to the round's end", 1),
+                                        ("label top", top, "label every legal action", 2)):
+        if not isinstance(value, int) or isinstance(value, bool) or not (value == 0 or value >= least):
+            raise ValueError(f"{name} {value!r}; allowed: 0 ({meaning}) or an integer of at least {least}")
     if depth and reward != "points":
         raise ValueError(f"a rollout depth needs the label reward 'points' (the value head estimates the "
                          f"zero-sum round points), not {reward!r}")
-    return checkpoint, rules, seed, count, reward, depth
+    return LabelJob(checkpoint, rules, seed, count, reward, depth, top)
+
+
+def labelled_columns(model, flat: np.ndarray, encoded: tuple, top: int) -> list[int]:
+    """The action slots of a decision to label, ascending: all legal ones (``top`` 0), else the
+    ``top`` that the network scores highest (so its greedy choice among them), from one forward
+    pass of the observation ``flat`` and ``encode_decision``'s inputs ``encoded``."""
+    count = len(encoded[-1])
+    if not top or top >= count:
+        return list(range(count))
+    with torch.no_grad():
+        logits, _ = model(*(torch.from_numpy(np.asarray(x)[None]) for x in (flat, *encoded[:-1])))
+    return sorted(torch.topk(logits[0, :count], top).indices.tolist())
+
+
+def labelled_flags(columns: list[int]) -> np.ndarray:
+    """``(MAX_LEGAL_ACTIONS,)`` bool: True at the labelled slots (the ``labelled`` array of a job
+    with a ``top``; the fit compares only these actions)."""
+    flags = np.zeros(MAX_LEGAL_ACTIONS, dtype=bool)
+    flags[columns] = True
+    return flags
 
 
 def value_scale(checkpoint: str) -> float:
@@ -230,20 +277,21 @@ def record_inputs(records: dict[str, list], observation: dict[str, np.ndarray], 
         records[key].append(value)
 
 
-def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int = DEFAULT_ROLLOUT_BATCH) -> dict[str, np.ndarray]:
+def label_decisions_batched(job: tuple, rollout_batch: int = DEFAULT_ROLLOUT_BATCH) -> dict[str, np.ndarray]:
     """``training.improve.label_decisions`` (same job, same arrays), with batched rollouts."""
-    checkpoint, rules, seed, count, reward, depth = unpack_job(job)
+    job = unpack_job(job)
     if rollout_batch < 1:
         raise ValueError(f"rollout_batch must be at least 1, got {rollout_batch}")
-    checkpoint = checkpoint_file(checkpoint)
-    scale = value_scale(checkpoint) if depth else 0.0
+    checkpoint = checkpoint_file(job.checkpoint)
+    scale = value_scale(checkpoint) if job.depth else 0.0
     torch.set_num_threads(1)
-    config = labelling_config(checkpoint, rules)
+    config = labelling_config(checkpoint, job.rules)
     policy = load_policy(checkpoint, rules=config)
-    rng = random.Random(seed)
+    rng = random.Random(job.seed)
     opponent = SimpleBot()
     opponent.rng = rng  # shared with the continuation seeds, as in the unbatched path
     records: dict[str, list] = {k: [] for k in LABEL_KEYS if k != "q"}
+    labelled: list[np.ndarray] = []
     # (learner seat, [rollouts]) per match: a rollout's learner is its match's learner seat.
     rollouts_by_learner: dict[int, list[_Rollout]] = {}
 
@@ -252,17 +300,20 @@ def label_decisions_batched(job: tuple[str, str, int, int], rollout_batch: int =
         tie_seed = rng.getrandbits(32)
         row = len(records["obs"])
         scores = list(match.scores)
-        for column, action in enumerate(actions):
+        columns = labelled_columns(policy.model, observation["observation"], encoded, job.top)
+        for column in columns:
             # Only stock reshuffles draw from a round's generator: without them a copy sharing it
             # plays exactly as a clone and skips copying the generator (a third of the collection).
             trial = match.round.clone() if config.reshuffle_stock else match.round.copy()
-            trial.apply_unchecked(action)
+            trial.apply_unchecked(actions[column])
             rollouts_by_learner.setdefault(learner, []).append(_Rollout(trial, tie_seed, scores, row, column))
         record_inputs(records, observation, encoded)
+        labelled.append(labelled_flags(columns))
 
-    play_learner_matches(config, policy, opponent, seed, count, collect)
+    play_learner_matches(config, policy, opponent, job.seed, job.count, collect)
 
     q = np.zeros((len(records["obs"]), MAX_LEGAL_ACTIONS), dtype=np.float32)
     for seat, rollouts in rollouts_by_learner.items():
-        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, reward, depth, scale)
-    return {**{k: np.stack(v) for k, v in records.items()}, "q": q}
+        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, job.reward, job.depth, scale)
+    extra = {"labelled": np.stack(labelled)} if job.top else {}
+    return {**{k: np.stack(v) for k, v in records.items()}, "q": q, **extra}
