@@ -51,7 +51,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes_the_interrupted_one(tmp_pat
 
 
 @pytest.mark.parametrize("flag, value", [("--steps", "200000,0"), ("--steps", "many"), ("--workers", "0"),
-                                         ("--eval-matches", "-1")])
+                                         ("--eval-matches", "-1"), ("--label-top", "1")])
 def test_bad_budgets_are_refused_before_anything_is_written(tmp_path, flag, value, capsys):
     assert cli(["--run-dir", str(tmp_path / "p"), flag, value]) == 2
     assert flag in capsys.readouterr().err
@@ -124,6 +124,16 @@ def test_outlook_features_reach_the_ppo_stage_and_the_steps_follow_its_checkpoin
     assert commands["ppo"][1][-2:] == ["--outlook-features", "--no-progress"]
     # The improvement steps read the network's inputs from the checkpoint they start from.
     assert "--outlook-features" not in commands["improve1"][1]
+
+
+def test_label_top_reaches_every_improvement_step_and_not_the_ppo_stage(tmp_path):
+    from training.pipeline import parse_args, stage_commands
+
+    commands = stage_commands(parse_args(["--no-progress", "--label-top", "3"]), tmp_path)
+    assert "--label-top" not in commands["ppo"][1]
+    for step in ("improve1", "improve2"):
+        argv = commands[step][1]
+        assert argv[argv.index("--label-top") + 1] == "3"
 
 
 def test_steps_0_runs_ppo_alone_and_ships_its_best_checkpoint(tmp_path):

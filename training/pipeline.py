@@ -68,6 +68,9 @@ class Args:
                 "the improvement steps follow the checkpoint"})
     steps: str = field(default=DEFAULT_STEPS, metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number)"})
+    label_top: int = field(default=0, metadata={
+        "help": "the improvement steps label only the policy's K best-scored actions (training.improve --label-top); "
+                "0: every legal action, the shipped recipe"})
     eval_matches: int = field(default=1000, metadata={
         "help": "mirrored matches against simple for the start and the fitted policy of each step"})
     workers: int = field(default=2, metadata={"help": "labelling and evaluation processes (or Ray CPUs with --ray-address local)"})
@@ -95,6 +98,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     step_decisions(args.steps)
+    if args.label_top < 0 or args.label_top == 1:
+        raise ValueError(f"--label-top must be 0 (every legal action) or at least 2, got {args.label_top}")
     if args.eval_matches < 0:
         raise ValueError(f"--eval-matches must be at least 0, got {args.eval_matches}")
     return args
@@ -141,6 +146,8 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
         improve = ["--init-from", str(start), "--run-dir", str(run_dir), "--seed", str(seed),
                    "--decisions", str(decisions), "--workers", str(args.workers),
                    "--eval-matches", str(args.eval_matches)]
+        if args.label_top:
+            improve += ["--label-top", str(args.label_top)]
         if args.quick:
             improve += ["--chunk", "20", "--epochs", "1"]
         if args.ray_address:
