@@ -14,13 +14,14 @@ steadier than wall time on a shared machine; ``--clock wall`` for wall time), th
 the two paths gave identical label arrays (they must), and how much of one more batched run is
 spent in the network's forward passes. ``--rollout-depths 1,2,4`` also times the batched path
 with truncated rollouts (``training.improve --rollout-depth``: other labels, so only timed; it
-needs a PPO-trained checkpoint such as ``checkpoints/okgin_classic_ppo.pt``). ``--json FILE``
-writes the numbers.
+needs a PPO-trained checkpoint such as ``checkpoints/okgin_classic_ppo.pt``), and
+``--label-tops 2,3`` with only the policy's best-scored actions labelled (``--label-top``).
+``--json FILE`` writes the numbers.
 
 Usage::
 
     python benchmarks/bench_labelling.py [--decisions 300] [--repeats 3] [--checkpoint checkpoints/okgin_classic.pt]
-        [--rollout-depths 1,2,4]
+        [--rollout-depths 1,2,4] [--label-tops 2,3]
 """
 
 from __future__ import annotations
@@ -76,16 +77,22 @@ def main() -> None:
     parser.add_argument("--rollout-batch", type=int, default=DEFAULT_ROLLOUT_BATCH)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     parser.add_argument("--rollout-depths", default="", help="comma-separated rollout depths (>= 1) to time as well")
+    parser.add_argument("--label-tops", default="", help="comma-separated --label-top values (>= 2) to time as well")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args()
     if args.decisions < 1 or args.repeats < 1 or args.rollout_batch < 1:
         parser.error("--decisions, --repeats and --rollout-batch must be at least 1")
-    try:
-        depths = [int(d) for d in args.rollout_depths.split(",") if d.strip()]
-    except ValueError:
-        depths = [0]
-    if any(d < 1 for d in depths):
-        parser.error(f"--rollout-depths takes positive integers separated by commas, got {args.rollout_depths!r}")
+    def integers(text: str, least: int, flag: str) -> list[int]:
+        try:
+            values = [int(part) for part in text.split(",") if part.strip()]
+        except ValueError:
+            values = [least - 1]
+        if any(v < least for v in values):
+            parser.error(f"{flag} takes integers of at least {least} separated by commas, got {text!r}")
+        return values
+
+    depths = integers(args.rollout_depths, 1, "--rollout-depths")
+    tops = integers(args.label_tops, 2, "--label-tops")
     if depths:
         try:
             value_scale(args.checkpoint)
@@ -99,7 +106,10 @@ def main() -> None:
     }
     for depth in depths:
         paths[f"batched_depth_{depth}"] = (
-            lambda job, depth=depth: label_decisions_batched((*job, "points", depth), rollout_batch=args.rollout_batch))
+            lambda job, depth=depth: label_decisions_batched((*job, {"depth": depth}), rollout_batch=args.rollout_batch))
+    for top in tops:
+        paths[f"batched_top_{top}"] = (
+            lambda job, top=top: label_decisions_batched((*job, {"top": top}), rollout_batch=args.rollout_batch))
     paths["batched"]((args.checkpoint, args.rules, 0, 2))  # warm-up: imports, first model load
     times: dict[str, list[float]] = {name: [] for name in paths}
     identical = True

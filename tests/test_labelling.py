@@ -304,3 +304,23 @@ def test_label_top_is_checked_and_recorded(tmp_path, capsys):
         expected = label_decisions_batched((CLASSIC, "classic", 3 * 100_000 + 1, 4, {"top": 2}))
         for key in expected:
             np.testing.assert_array_equal(chunk[key], expected[key], err_msg=key)
+
+
+def test_the_labelling_benchmark_runs_every_path_it_offers(tmp_path, monkeypatch):
+    """benchmarks/bench_labelling.py end to end on a tiny job (the numbers are its business; here: it runs)."""
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_labelling.py"
+    spec = importlib.util.spec_from_file_location("bench_labelling", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "labelling.json"
+    monkeypatch.setattr(sys, "argv", ["bench_labelling.py", "--checkpoint", PPO, "--decisions", "2", "--repeats", "1",
+                                      "--rollout-depths", "1", "--label-tops", "2", "--json", str(out)])
+    module.main()
+    result = json.loads(out.read_text())
+    assert set(result["ms_per_labelled_decision"]) == {"single", "batched", "batched_depth_1", "batched_top_2"}
+    assert result["identical_labels"] is True
