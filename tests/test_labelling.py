@@ -185,7 +185,7 @@ def test_truncated_labels_are_the_value_heads_estimate_at_the_next_choice():
             if state.is_over:
                 row.append(state.outcome.rewards[learner])
             else:
-                row.append(float(player.value(state, match.scores, learner)[0]) * scale)
+                row.append(player.value(state, match.scores, learner) * scale)
         expected.append(row)
 
     with torch.no_grad():

@@ -26,7 +26,7 @@ def test_own_penalty_is_the_learners_own_points_of_the_round(num_players):
         actions = np.array([bot.act({"observation": o, "action_mask": m})
                             for bot, o, m in zip(bots, observations, infos["action_mask"])])
         observations, rewards, _, _, infos = env.step(actions)
-        own = own_penalty_rewards(rewards, infos, num_players)
+        own = own_penalty_rewards(rewards, infos)
         ended = infos.get("_round_outcome", np.zeros(tables, dtype=bool))
         assert np.array_equal(own[~ended], rewards[~ended])  # no round ended: nothing to change (0)
         for j in np.flatnonzero(ended).tolist():

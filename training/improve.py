@@ -70,7 +70,7 @@ from okgin_env.observation import encode
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
-from .policy import build_model, encode_decision, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
+from .policy import build_model, decision_forward, encode_decision, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
 from .labelling import (
     LABEL_OPTIONS,
     LABEL_REWARDS,
@@ -169,12 +169,8 @@ class _Player:
     def value(self, state, scores, seat: int) -> float:
         """The value head's output for ``seat``'s decision (in units of its PPO run's reward scale)."""
         observation = encode(state, scores, self.config.target_score, seat)
-        model = self.policy.model
-        context, features, ids, legal, _ = encode_decision(observation, state.legal_mask(), self.config.num_players,
-                                                           model.outlook)
-        with torch.no_grad():
-            _, value = model(*(torch.from_numpy(x[None]) for x in (observation, context, features, ids, legal)))
-        return value
+        encoded = encode_decision(observation, state.legal_mask(), self.config.num_players, self.policy.model.outlook)
+        return decision_forward(self.policy.model, observation, encoded)[1]
 
 
 def rollout_points(player: _Player, state, scores, learner: int, seed: int, reward: str = "points",
@@ -190,7 +186,7 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
             if depth and len(state.legal_actions()) > 1:
                 choices += 1
                 if choices == depth:
-                    return float((player.value(state, scores, learner) * scale)[0])
+                    return player.value(state, scores, learner) * scale
             state.apply_unchecked(player.action(state, scores, learner))
         else:
             state.apply_unchecked(simple_action_for_state(state, rng))
@@ -469,9 +465,12 @@ def main(argv: list[str] | None = None) -> dict:
         chunks = [*chunks, *found]
     parts = [np.load(p) for p in chunks]
     keys = set().union(*(part.files for part in parts))
-    # Chunks of a --label-top run carry which slots they labelled; in any other chunk every legal one is.
-    data = {k: torch.from_numpy(np.concatenate([p[k] if k in p.files or k != "labelled" else p["legal"] for p in parts]))
-            for k in keys}
+
+    def chunk_array(part, key: str) -> np.ndarray:
+        # Chunks of a --label-top run carry which slots they labelled; in any other chunk every legal one is.
+        return part["legal"] if key == "labelled" and key not in part.files else part[key]
+
+    data = {k: torch.from_numpy(np.concatenate([chunk_array(p, k) for p in parts])) for k in keys}
     size = data["q"].shape[0]
     order, held = validation_order([part["q"].shape[0] for part in parts], own_chunks, args.validation_fraction,
                                    args.validation_split)

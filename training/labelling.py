@@ -44,7 +44,7 @@ from okgin_env.rules.config import make_config
 from okgin_env.rules.round import Phase
 
 from .features import MAX_LEGAL_ACTIONS
-from .policy import encode_decision, encode_views, load_checkpoint, load_policy
+from .policy import decision_forward, encode_decision, encode_views, load_checkpoint, load_policy
 
 DEFAULT_ROLLOUT_BATCH = 1024
 LABEL_KEYS = ("obs", "ctx", "feat", "ids", "legal", "q")
@@ -110,9 +110,8 @@ def labelled_columns(model, flat: np.ndarray, encoded: tuple, top: int) -> list[
     count = len(encoded[-1])
     if not top or top >= count:
         return list(range(count))
-    with torch.no_grad():
-        logits, _ = model(*(torch.from_numpy(np.asarray(x)[None]) for x in (flat, *encoded[:-1])))
-    return sorted(torch.topk(logits[0, :count], top).indices.tolist())
+    logits, _ = decision_forward(model, flat, encoded)
+    return sorted(torch.topk(logits, top).indices.tolist())
 
 
 def labelled_flags(columns: list[int]) -> np.ndarray:

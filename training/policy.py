@@ -269,6 +269,15 @@ def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int, 
     return (torch.from_numpy(np.asarray(observations, dtype=np.float32)), *tensors), actions
 
 
+def decision_forward(model: PolicyValueNet, observation: np.ndarray, encoded: tuple) -> tuple[torch.Tensor, float]:
+    """``(logits of the legal actions, value)`` of one decision: a forward pass of batch 1 of the
+    observation and ``encode_decision``'s inputs ``encoded`` (whose last entry is the legal actions)."""
+    inputs = (np.asarray(observation, dtype=np.float32), *encoded[:-1])
+    with torch.no_grad():
+        logits, value = model(*(torch.from_numpy(x[None]) for x in inputs))
+    return logits[0, : len(encoded[-1])], float(value[0])
+
+
 class NetworkPolicy:
     """``act(observation) -> int`` from a trained network; greedy by default."""
 
@@ -294,18 +303,11 @@ class NetworkPolicy:
             raise ValueError(f"action_mask must have shape ({NUM_ACTIONS},), got {np.shape(mask)}")
         if not np.any(mask):  # the same words as the bots
             raise ValueError("no legal action: this observation is not for the agent to act")
-        context, features, ids, legal, actions = encode_decision(flat, mask, self.num_players, self.model.outlook)
+        encoded = encode_decision(flat, mask, self.num_players, self.model.outlook)
+        actions = encoded[-1]
         if len(actions) == 1:
             return actions[0]
-        with torch.no_grad():
-            logits, _ = self.model(
-                torch.from_numpy(flat[None].astype(np.float32)),
-                torch.from_numpy(context[None]),
-                torch.from_numpy(features[None]),
-                torch.from_numpy(ids[None]),
-                torch.from_numpy(legal[None]),
-            )
-        logits = logits[0, : len(actions)]
+        logits, _ = decision_forward(self.model, flat, encoded)
         if self.greedy:
             return actions[int(torch.argmax(logits))]
         probabilities = torch.softmax(logits, dim=-1).numpy().astype(np.float64)

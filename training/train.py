@@ -293,7 +293,7 @@ def retable(tables: VectorGymEnv, current: list[str], wanted: list[str], snapsho
     return list(wanted)
 
 
-def own_penalty_rewards(rewards: np.ndarray, infos: dict, num_players: int) -> np.ndarray:
+def own_penalty_rewards(rewards: np.ndarray, infos: dict) -> np.ndarray:
     """``--reward own_penalty``: minus the learner's own penalty points of each round that ended.
 
     The learner's seat is the one the env paid its zero-sum reward to (seats paid the same reward
@@ -349,7 +349,7 @@ def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.n
         (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
          rollout.legal[t]) = inputs
         rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
-        trained = own_penalty_rewards(rewards, infos, num_players) if reward == "own_penalty" else rewards
+        trained = own_penalty_rewards(rewards, infos) if reward == "own_penalty" else rewards
         rollout.rewards[t] = torch.from_numpy(trained / reward_scale)
         rollout.round_ends[t] = torch.from_numpy(round_ended.astype(np.float32))
         if privileged is not None:
