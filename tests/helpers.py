@@ -15,6 +15,7 @@ from okgin_env import RoundState, make_config, parse_cards
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from okgin_env.rules.cards import NUM_RANKS, card_id, card_value, from_mask, to_mask
 from okgin_env.rules.melds import deadwood_of_mask
+from okgin_env.observation import encode
 from okgin_env.rules.round import Phase
 
 Cards = str | Iterable[str | int]
@@ -185,3 +186,33 @@ def layoffs_fit(melds: Sequence[Sequence[int]], laid: Iterable[int]) -> bool:
         return False
 
     return place(0)
+
+
+def observation_of(state: RoundState, seat: int | None = None, scores=None) -> dict:
+    """The observation dict the env gives ``seat`` (default: the seat to act)."""
+    seat = state.current if seat is None else seat
+    scores = scores or [0] * state.num_players
+    mask = state.legal_mask() if seat == state.current else np.zeros_like(state.legal_mask())
+    return {"observation": encode(state, scores, 100, seat), "action_mask": mask}
+
+
+def position(hands, pile, *, stock=None, known=None, passed=None, current=0, rules="classic",
+             dealer=1) -> RoundState:  # fmt: skip
+    """Seat ``current`` to discard (it drew from the stock) in a round built from readable parts.
+
+    ``pile`` lists the discard pile bottom first, the upcard first; the cards nobody named form the
+    stock, or with ``stock=k`` its first ``k`` and the rest lie under the upcard (thrown earlier)."""
+    config = make_config(rules, num_players=len(hands))
+    hand_masks = [to_mask(parse_cards(h)) for h in hands]
+    pile_ids = parse_cards(pile)
+    named = to_mask(pile_ids)
+    for m in hand_masks:
+        named |= m
+    rest = [c for c in range(52) if not named >> c & 1]
+    count = len(rest) if stock is None else stock
+    return RoundState.from_parts(
+        config, hands=hand_masks, stock=rest[:count], discard_pile=pile_ids[:1] + rest[count:] + pile_ids[1:],
+        upcard=pile_ids[0], dealer=dealer, current=current, phase=Phase.DISCARD,
+        known=[to_mask(parse_cards(k)) for k in known] if known else None,
+        passed=[to_mask(parse_cards(p)) for p in passed] if passed else None,
+    )  # fmt: skip

@@ -605,7 +605,7 @@ def test_search_keeps_a_tight_time_budget(positions, table):
 
 
 def test_make_bot_names_and_errors():
-    assert BOT_NAMES == ("random", "simple", "search", "aggressor", "defender")
+    assert BOT_NAMES == ("random", "simple", "search", "lookahead", "aggressor", "defender")
     assert isinstance(make_bot("random"), RandomBot)
     assert isinstance(make_bot("simple", seed=1), SimpleBot)
     bot = make_bot("search", seed=1, rules="penalty", rollouts=12)

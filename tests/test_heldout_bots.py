@@ -14,18 +14,17 @@ import pytest
 
 import okgin_env
 from okgin_env.bots import BOT_NAMES, HELD_OUT_BOTS, AggressorBot, DefenderBot, SimpleBot, make_bot
-from okgin_env.bots import heldout
-from okgin_env.observation import encode, view
+from okgin_env.bots import heldout, reading
+from okgin_env.observation import view
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD, action_str
 from okgin_env.rules.cards import card_id, from_mask, parse_cards, to_mask
-from okgin_env.rules.config import make_config
 from okgin_env.rules.melds import deadwood_of_mask
 from okgin_env.rules.round import Phase, RoundState
 
 try:
-    from helpers import build_deck
+    from helpers import build_deck, observation_of, position
 except ImportError:  # pragma: no cover - started from the repository root
-    from tests.helpers import build_deck
+    from tests.helpers import build_deck, observation_of, position
 
 TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
 HELD_OUT = [AggressorBot, DefenderBot]
@@ -41,36 +40,6 @@ def kind(action: int, phase: Phase) -> str:
     if action >= DISCARD_BASE:
         return "discard"
     return {DRAW_STOCK: "stock", TAKE_DISCARD: "take", PASS: "pass"}[action] + ("@offer" if phase is Phase.OFFER else "")
-
-
-def observation_of(state: RoundState, seat: int | None = None, scores=None) -> dict:
-    """The observation dict the env gives ``seat`` (default: the seat to act)."""
-    seat = state.current if seat is None else seat
-    scores = scores or [0] * state.num_players
-    mask = state.legal_mask() if seat == state.current else np.zeros_like(state.legal_mask())
-    return {"observation": encode(state, scores, 100, seat), "action_mask": mask}
-
-
-def position(hands, pile, *, stock=None, known=None, passed=None, current=0, rules="classic",
-             dealer=1) -> RoundState:  # fmt: skip
-    """Seat ``current`` to discard (it drew from the stock) in a round built from readable parts.
-
-    ``pile`` lists the discard pile bottom first, the upcard first; the cards nobody named form the
-    stock, or with ``stock=k`` its first ``k`` and the rest lie under the upcard (thrown earlier)."""
-    config = make_config(rules, num_players=len(hands))
-    hand_masks = [to_mask(parse_cards(h)) for h in hands]
-    pile_ids = parse_cards(pile)
-    named = to_mask(pile_ids)
-    for m in hand_masks:
-        named |= m
-    rest = [c for c in range(52) if not named >> c & 1]
-    count = len(rest) if stock is None else stock
-    return RoundState.from_parts(
-        config, hands=hand_masks, stock=rest[:count], discard_pile=pile_ids[:1] + rest[count:] + pile_ids[1:],
-        upcard=pile_ids[0], dealer=dealer, current=current, phase=Phase.DISCARD,
-        known=[to_mask(parse_cards(k)) for k in known] if known else None,
-        passed=[to_mask(parse_cards(p)) for p in passed] if passed else None,
-    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- registry
@@ -192,10 +161,10 @@ def aggressor_scores(observation) -> dict[int, float]:
     """The aggressor's score of every plain discard: weighted chance to knock after the next
     draw minus the mean deadwood after it (recomputed here from the module's parts)."""
     v = view(observation)
-    unseen = [1 << c for c in from_mask(heldout.unseen_cards(v))]
+    unseen = [1 << c for c in from_mask(reading.unseen_cards(v))]
     score = {}
     for card in v.legal_discards():
-        share, mean = heldout.next_draw_outlook(v.hand ^ 1 << card, unseen, v.knock_limit)
+        share, _, mean = reading.draw_outlook(v.hand ^ 1 << card, unseen, v.knock_limit)
         score[card] = heldout.AGGRESSOR_KNOCK_WEIGHT * share - mean
     return score
 
@@ -221,8 +190,8 @@ def test_aggressor_takes_more_deadwood_now_for_a_likelier_knock():
     # against 3): the aggressor throws 3C, simple JC.
     observation = observation_of(position(["KS 9H TH KH TD KD AC 3C 9C TC JC", "AS 2S 3S 4S 5S 6S 7S 8S 9S TS"], "QD"))
     v = view(observation)
-    unseen = [1 << c for c in from_mask(heldout.unseen_cards(v))]
-    shares = {c: heldout.next_draw_outlook(v.hand ^ 1 << c, unseen, v.knock_limit)[0] for c in v.legal_discards()}
+    unseen = [1 << c for c in from_mask(reading.unseen_cards(v))]
+    shares = {c: reading.draw_outlook(v.hand ^ 1 << c, unseen, v.knock_limit).knock for c in v.legal_discards()}
     assert shares[card_id("3C")] == max(shares.values()) > shares[card_id("JC")]
     for seed in range(5):
         assert AggressorBot(seed=seed).act(observation) == DISCARD_BASE + card_id("3C")
@@ -274,11 +243,11 @@ def test_danger_levels_follow_the_known_and_available_cards():
     hands = ["AS 2S 3S 9D 9C KD JD 5H", "6H 4S 5S 2H 3H TH TS", "4D 5D 6D 2C 3C QH KH", "7S 8S 9S JH QS KS 8C"]
     state = position(hands, "QC", known=["", "", "", "8C"], rules="penalty", stock=20, dealer=3)
     v = view(observation_of(state))
-    unseen = heldout.unseen_cards(v)
+    unseen = reading.unseen_cards(v)
     assert heldout.discard_danger(c("9C"), v, unseen) > heldout.discard_danger(c("9D"), v, unseen)
     assert DefenderBot(seed=0).act(observation_of(state)) != DISCARD_BASE + c("9C")
     plain = view(observation_of(position(hands, "QC", rules="penalty", stock=20, dealer=3)))  # nothing taken
-    plain_unseen = heldout.unseen_cards(plain)
+    plain_unseen = reading.unseen_cards(plain)
     assert heldout.discard_danger(c("9C"), plain, plain_unseen) == heldout.discard_danger(c("9D"), plain, plain_unseen)
 
 

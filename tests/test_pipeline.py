@@ -75,7 +75,7 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_arguments(tmp_
 
 def test_quick_penalty_pipeline_trains_labels_and_fits_at_a_three_player_table(tmp_path):
     run_dir = tmp_path / "pen3"
-    record = pipeline_main(["--quick", "--rules", "penalty", "--num-players", "3",
+    record = pipeline_main(["--quick", "--rules", "penalty", "--num-players", "3", "--steps", "100,100",
                             "--run-dir", str(run_dir), "--workers", "1", "--no-progress"])
     planned = record["stages_planned"]
     assert planned["ppo"][planned["ppo"].index("--rules") + 1] == "penalty"
@@ -134,6 +134,20 @@ def test_label_top_reaches_every_improvement_step_and_not_the_ppo_stage(tmp_path
     for step in ("improve1", "improve2"):
         argv = commands[step][1]
         assert argv[argv.index("--label-top") + 1] == "3"
+
+
+def test_the_penalty_recipe_imitates_lookahead_with_outlook_inputs_and_runs_no_step_by_default(tmp_path):
+    from training.pipeline import parse_args, stage_commands
+
+    for players in ("3", "4"):
+        args = parse_args(["--no-progress", "--rules", "penalty", "--num-players", players])
+        commands = stage_commands(args, tmp_path)
+        assert list(commands) == ["ppo"]
+        ppo = commands["ppo"][1]
+        assert ppo[ppo.index("--bc-teacher") + 1] == "lookahead" and ppo.count("--outlook-features") == 1
+        # Imitation alone: the budget is exactly the imitation updates' decisions.
+        assert int(ppo[ppo.index("--total-decisions") + 1]) == int(ppo[ppo.index("--bc-updates") + 1]) * 128 * 64
+    assert parse_args(["--no-progress"]).steps == "200000,300000"  # classic keeps its steps
 
 
 def test_steps_0_runs_ppo_alone_and_ships_its_best_checkpoint(tmp_path):

@@ -196,7 +196,8 @@ def test_rollout_buffers_are_preallocated_steps_by_tables():
 
 def test_training_prints_where_its_outputs_go_and_a_summary(tmp_path: Path, capsys):
     run_dir = tmp_path / "printed"
-    train_main([*TINY, "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "2"])
+    # PPO from the start (no imitation), so that no evaluation is due in these two short runs.
+    train_main([*TINY, "--bc-updates", "0", "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "2"])
     out = capsys.readouterr().out
     for text in (f"run directory: {run_dir}", str(run_dir / "last.pt"), str(run_dir / "progress.csv"),
                  f"tensorboard --logdir {run_dir / 'tensorboard'}", str(run_dir / "learning_curve.png"),
@@ -204,7 +205,7 @@ def test_training_prints_where_its_outputs_go_and_a_summary(tmp_path: Path, caps
         assert text in out, text
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["updates"] == 1 and summary["decisions"] == 64 and summary["stopped_by"] is None
-    train_main([*TINY, "--total-decisions", "128", "--run-dir", str(run_dir), "--seed", "2", "--resume"])
+    train_main([*TINY, "--bc-updates", "0", "--total-decisions", "128", "--run-dir", str(run_dir), "--seed", "2", "--resume"])
     out = capsys.readouterr().out
     assert f"resumed from {run_dir / 'last.pt'}: update 1, 64 decisions, no evaluation yet" in out
     assert "finished: 2 updates, 128 decisions" in out
@@ -610,11 +611,50 @@ def test_penalty_training_with_self_play_smoke(tmp_path: Path, num_players: int)
     (["--opponent-pool", ","], "is empty"),
     (["--opponent-pool", "simple=1,aggressor=1"], "'aggressor' is a held-out bot, for evaluation only"),
     (["--opponent-pool", "defender"], "'defender' is a held-out bot, for evaluation only"),
+    (["--bc-teacher", "aggressor"], "--bc-teacher 'aggressor': the held-out bots"),
+    (["--bc-teacher", "nobody"], "unknown bot 'nobody'"),
+    (["--bc-teacher", "lookahead:hold_for_gin=-1"], "hold_for_gin=-1 is not allowed"),
+    (["--bc-teacher", "search:time_limit=0.1"], "a time_limit makes the labels depend"),
 ])
 def test_bad_player_counts_and_pools_exit_2_before_anything_is_written(tmp_path: Path, capsys, argv, message):
     assert cli([*TINY, *argv, "--run-dir", str(tmp_path / "x")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_the_warm_start_imitates_the_bc_teacher_on_each_tables_observation(tmp_path: Path):
+    from okgin_env.bots import LookaheadBot
+    from okgin_env.rules.config import make_config
+    from okgin_env.vector import VectorGymEnv
+    from training.train import Teacher
+
+    config = make_config("penalty", num_players=3)
+    tables = VectorGymEnv(4, opponents="simple", learner_seat="alternate", rules="penalty", num_players=3,
+                          episode="match", reward="points")
+    observations, infos = tables.reset(seed=2)
+    teacher = Teacher("lookahead:hold_for_gin=0.1", 4, seed=9, config=config)
+    copies = [LookaheadBot(seed=int(np.random.SeedSequence([9, t]).generate_state(1)[0]), hold_for_gin=0.1) for t in range(4)]
+    for _ in range(30):
+        masks = infos["action_mask"]
+        chosen = teacher.actions(tables, observations, masks)
+        assert chosen == [bot.act({"observation": o, "action_mask": m}) for bot, o, m in zip(copies, observations, masks)]
+        observations, _, _, _, infos = tables.step(np.array(chosen))
+    # A run whose warm start imitates lookahead writes a playable checkpoint that names its teacher.
+    run_dir = tmp_path / "bc_lookahead"
+    train_main([*TINY, "--rules", "penalty", "--num-players", "3", "--bc-teacher", "lookahead", "--outlook-features",
+                "--total-decisions", "256", "--run-dir", str(run_dir), "--seed", "5"])
+    payload = load_checkpoint(run_dir / "last.pt", rules="penalty", num_players=3)
+    assert payload["metadata"]["args"]["bc_teacher"] == "lookahead"
+    assert play_penalty_match_in_every_seat(load_policy(run_dir / "last.pt", rules="penalty", num_players=3), 3) > 0
+
+
+def test_a_run_of_imitation_alone_evaluates_its_final_policy_into_best_pt(tmp_path: Path):
+    run_dir = tmp_path / "bc_only"
+    summary = train_main([*TINY, "--bc-updates", "2", "--total-decisions", "128", "--eval-matches", "2",
+                          "--run-dir", str(run_dir), "--seed", "4"])
+    assert summary["updates"] == 2 and summary["files"]["best"] is not None
+    assert (run_dir / "best.pt").read_bytes() != b""
+    assert load_checkpoint(run_dir / "best.pt")["metadata"]["progress"]["update"] == 2
 
 
 def test_league_splits_tables_by_weight_and_interleaves_them():

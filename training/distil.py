@@ -38,12 +38,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from okgin_env.bots import HELD_OUT_BOTS, SimpleBot
-from okgin_env.evaluate import make_policy, parse_spec
+from okgin_env.bots import SimpleBot
+from okgin_env.evaluate import make_policy
 
 from .cli import parse_dataclass_args
 from .features import MAX_LEGAL_ACTIONS
 from .improve import checkpoint_identity, chunk_sizes, held_out_chunks, label_chunks
+from .league import check_teacher
 from .labelling import checkpoint_file, labelling_config, play_learner_matches, record_inputs
 from .policy import load_checkpoint, load_policy
 from .workers import require_ray
@@ -86,13 +87,6 @@ def parse_args(argv: list[str] | None = None) -> Args:
                          f"{args.eval_matches} and {args.learning_rate}")
     if args.validation_split == "jobs":
         held_out_chunks(len(chunk_sizes(args.decisions, args.chunk)), VALIDATION_FRACTION)
-    name, settings = parse_spec(args.teacher)
-    if name in HELD_OUT_BOTS:
-        raise ValueError(f"--teacher {args.teacher!r}: the held-out bots ({', '.join(HELD_OUT_BOTS)}) are for "
-                         "evaluation only; no training stage plays them")
-    if "time_limit" in settings:
-        raise ValueError(f"--teacher {args.teacher!r}: a time_limit makes the labels depend on the machine's speed; "
-                         "give a rollouts budget instead (e.g. search:rollouts=160)")
     return args
 
 
@@ -139,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
     run_dir = Path(args.run_dir)
     start = load_checkpoint(args.init_from)  # validated before anything is built from it
     rules = start["metadata"]["rules"]
-    make_policy(args.teacher, 0, labelling_config(args.init_from, rules))  # a bad teacher spec fails now
+    check_teacher(args.teacher, "--teacher", labelling_config(args.init_from, rules))  # a bad teacher fails now
     run_dir.mkdir(parents=True, exist_ok=True)
 
     manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "teacher": args.teacher,

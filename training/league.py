@@ -37,6 +37,29 @@ from .policy import encode_batch
 SELF = "self"
 
 
+def check_teacher(spec: str, flag: str, config) -> None:
+    """A ValueError unless ``spec`` (an okgin-eval bot spec) can teach a training stage: a known bot
+    with valid settings for ``config``, not a held-out bot (no training stage may play or learn
+    from them), and reproducible for its seed (no ``time_limit``, so that the same arguments give
+    the same labels). ``flag`` names the option in the message."""
+    from okgin_env.evaluate import make_policy, parse_spec
+
+    name, settings = parse_spec(spec)
+    if name in HELD_OUT_BOTS:
+        raise ValueError(f"{flag} {spec!r}: the held-out bots ({', '.join(HELD_OUT_BOTS)}) are for "
+                         "evaluation only; no training stage plays them")
+    if "time_limit" in settings:
+        raise ValueError(f"{flag} {spec!r}: a time_limit makes the labels depend on the machine's speed; "
+                         "give a rollouts budget instead (e.g. search:rollouts=160)")
+    if name.endswith(".pt") or name not in opponent_names():
+        allowed = ", ".join(n for n in opponent_names() if n not in HELD_OUT_BOTS)
+        raise ValueError(f"{flag} {spec!r}: unknown bot {name!r}; expected one of {allowed}, with optional settings")
+    try:
+        make_policy(spec, 0, config)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{flag} {spec!r}: {error}") from None
+
+
 def parse_pool(text: str) -> dict[str, float]:
     """``"simple=3,self=1"`` -> ``{"simple": 3.0, "self": 1.0}``; a bare name has weight 1.
 

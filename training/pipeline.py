@@ -1,10 +1,11 @@
-"""The shipped classic policy end to end, in one command: ``python -m training.pipeline``.
+"""The shipped policies end to end, in one command: ``python -m training.pipeline``.
 
 Read top to bottom: arguments, the stages, ``main``. Every stage is an existing command run
 with the arguments below, in a folder of its own under ``--run-dir`` (default ``runs/pipeline``):
 
-1. ``ppo`` (``training.train``): imitation of ``simple``, then PPO against it;
-   its ``best.pt`` (the best evaluation against ``simple``) goes on.
+1. ``ppo`` (``training.train``): imitation of ``simple``, then PPO against it (at the penalty
+   tables imitation of ``lookahead``, below); its ``best.pt`` (the best evaluation against
+   ``simple``) goes on.
 2. ``improve1`` (``training.improve``): decisions labelled by rollouts with the PPO policy
    (the first number of ``--steps``), then a regression of its scores onto the labels.
 3. ``improve2``, ...: the same from the previous step's policy, one stage per number of ``--steps``
@@ -26,11 +27,14 @@ Defaults are the shipped recipe (``checkpoints/okgin_classic.pt``; see the READM
 PPO for 3M decisions, then improvement steps of 200,000 and 300,000 labelled decisions.
 ``--quick`` shrinks every budget to a smoke test of a few minutes.
 
-**The penalty game.** ``--rules penalty --num-players N`` (2-4) runs the same stages for that
-table: PPO (500,000 decisions unless ``--ppo-decisions`` says otherwise) with
-``PENALTY_POOL`` in the other seats (``simple`` on three quarters of the tables, past snapshots
-of the learner on the rest), evaluated on 200 matches; then the improvement steps, which label
-and evaluate at the checkpoint's own table (the learner against ``simple`` in every other seat).
+**The penalty game.** ``--rules penalty --num-players N`` (2-4) runs the first stage for that
+table as imitation of the ``lookahead`` bot (``PENALTY_WARM_START``: ``training.train
+--bc-teacher lookahead --bc-updates 60 --outlook-features``, 491,520 decisions, the teacher
+playing the learner's seat against ``PENALTY_POOL`` in the other seats), its final policy
+evaluated on 200 matches; no improvement step by default (``--steps``: they did not help at these
+tables). A larger ``--ppo-decisions`` adds PPO after the imitation (measured: no better, see the
+README's penalty card); ``--steps`` adds improvement steps, which label and evaluate at the
+checkpoint's own table (the learner against ``simple`` in every other seat).
 """
 
 from __future__ import annotations
@@ -49,8 +53,11 @@ from .cli import parse_dataclass_args
 
 PROG = "python -m training.pipeline"
 DEFAULT_STEPS = "200000,300000"
-PPO_DECISIONS = {"classic": 3_000_000, "penalty": 500_000}  # per preset, when --ppo-decisions is 0
+STEPS = {"classic": DEFAULT_STEPS, "penalty": "0"}  # per preset, when --steps is not given
+PENALTY_BC_UPDATES = 60  # updates of 128 tables x 64 decisions imitating lookahead
+PPO_DECISIONS = {"classic": 3_000_000, "penalty": PENALTY_BC_UPDATES * 128 * 64}  # per preset, when --ppo-decisions is 0
 PENALTY_POOL = "simple=3,self=1"
+PENALTY_WARM_START = ["--bc-teacher", "lookahead", "--bc-updates", str(PENALTY_BC_UPDATES), "--outlook-features"]
 PENALTY_PPO_EVAL_MATCHES = 200  # multi-player matches are longer; the improvement steps evaluate on more
 
 
@@ -62,12 +69,14 @@ class Args:
     num_players: int = field(default=0, metadata={
         "help": "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count"})
     ppo_decisions: int = field(default=0, metadata={
-        "help": "learner decisions of the PPO stage; 0: the preset's default (classic 3,000,000, penalty 500,000)"})
+        "help": "learner decisions of the first stage (imitation, then PPO); 0: the preset's default (classic "
+                "3,000,000; penalty 491,520: imitation of lookahead alone)"})
     outlook_features: bool = field(default=False, metadata={
         "help": "the network also reads the next stock draw's outlook per action (training.train --outlook-features); "
                 "the improvement steps follow the checkpoint"})
-    steps: str = field(default=DEFAULT_STEPS, metadata={
-        "help": "decisions labelled in each improvement step, comma-separated (one stage per number)"})
+    steps: str = field(default="", metadata={
+        "help": "decisions labelled in each improvement step, comma-separated (one stage per number; 0: none); "
+                f"empty: the preset's default (classic {DEFAULT_STEPS}, penalty 0)"})
     label_top: int = field(default=0, metadata={
         "help": "the improvement steps label only the policy's K best-scored actions (training.improve --label-top); "
                 "0: every legal action, the shipped recipe"})
@@ -85,6 +94,8 @@ QUICK = {"ppo_decisions": 2_048, "steps": "40,40", "eval_matches": 0}
 
 def parse_args(argv: list[str] | None = None) -> Args:
     args = parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
+    if not args.steps:
+        args = dataclasses.replace(args, steps=STEPS[args.rules])
     if args.quick:  # (tiny budgets; PPO alone stays PPO alone)
         quick = {k: v for k, v in QUICK.items() if not (k == "steps" and not step_decisions(args.steps))}
         args = dataclasses.replace(args, **quick)
@@ -128,12 +139,12 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
     flags = [] if args.progress else ["--no-progress"]
     ppo = ["--run-dir", str(root / "ppo"), "--seed", str(args.seed), "--total-decisions", str(args.ppo_decisions)]
     if args.rules != "classic":  # (the classic stage's arguments stay those of the shipped recipe)
-        ppo += ["--rules", args.rules, "--opponent-pool", PENALTY_POOL]
+        ppo += ["--rules", args.rules, "--opponent-pool", PENALTY_POOL, *PENALTY_WARM_START]
         if not args.quick:
             ppo += ["--eval-matches", str(PENALTY_PPO_EVAL_MATCHES)]
     if args.num_players:
         ppo += ["--num-players", str(args.num_players)]
-    if args.outlook_features:
+    if args.outlook_features and "--outlook-features" not in ppo:
         ppo += ["--outlook-features"]
     if args.quick:  # small tables and rollouts, one quick evaluation
         ppo += ["--num-tables", "16", "--rollout-length", "32", "--bc-updates", "2", "--eval-every", "2",

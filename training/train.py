@@ -25,7 +25,8 @@ stops the evaluation process, removes unevaluated ``candidate_*.pt`` files and w
 the summary; a second signal stops at once (``last.pt`` then holds the update before). Either
 way the run continues with ``--resume``.
 
-**Method** (why): a behaviour-cloning warm start copies the ``simple`` bot in a few updates, so PPO
+**Method** (why): a behaviour-cloning warm start copies a teacher bot (``--bc-teacher``, by
+default ``simple``; the penalty tables' recipe uses ``lookahead``) in a few updates, so PPO
 starts from a policy that already finishes rounds instead of from random play that almost never
 does (random rounds are 96-99% draws). PPO then improves on it against ``simple`` itself, with
 rewards = the learner's zero-sum round points / 25, one round = one GAE episode (gamma 1),
@@ -68,6 +69,7 @@ import torch
 from tqdm import tqdm
 
 from okgin_env.bots.simple import simple_action_for_state
+from okgin_env.evaluate import make_policy
 from okgin_env.observation import layout_for
 from okgin_env.opponents import make_opponent
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
@@ -75,7 +77,7 @@ from okgin_env.vector import VectorGymEnv
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_PRIVILEGED_FEATURES, privileged_features
-from .league import SELF, PrioritizedSampler, SnapshotPool, parse_pool, split_tables, table_results
+from .league import SELF, PrioritizedSampler, SnapshotPool, check_teacher, parse_pool, split_tables, table_results
 from .model import PolicyValueNet, PrivilegedCritic
 from .plot import plot_progress
 from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load_checkpoint, save_checkpoint, write_checkpoint
@@ -94,7 +96,10 @@ class Args:
     total_decisions: int = field(default=3_000_000, metadata={"help": "learner decisions to train for"})
     num_tables: int = field(default=128, metadata={"help": "games stepped together (batched inference)"})
     rollout_length: int = field(default=64, metadata={"help": "learner decisions per table per update"})
-    bc_updates: int = field(default=15, metadata={"help": "first updates imitate the simple bot (warm start)"})
+    bc_updates: int = field(default=15, metadata={"help": "first updates imitate --bc-teacher (warm start)"})
+    bc_teacher: str = field(default="simple", metadata={
+        "help": "the bot imitated in the first --bc-updates, as an okgin-eval spec (simple, lookahead, "
+                "lookahead:hold_for_gin=0.06, ...); not a held-out bot, and reproducible (no time_limit)"})
     bc_epochs: int = field(default=8, metadata={"help": "passes over each rollout while imitating"})
     bc_learning_rate: float = field(default=1e-3, metadata={"help": "Adam learning rate while imitating"})
     learning_rate: float = field(default=1e-4, metadata={"help": "Adam learning rate"})
@@ -172,6 +177,7 @@ def check_args(args: Args) -> None:
         make_config(args.rules, num_players=args.num_players or None)
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
+    check_teacher(args.bc_teacher, "--bc-teacher", make_config(args.rules, num_players=args.num_players or None))
     parse_pool(args.opponent_pool)
     if args.reward not in REWARDS:
         raise ValueError(f"--reward {args.reward!r}; allowed: {', '.join(REWARDS)}")
@@ -314,13 +320,34 @@ def own_penalty_rewards(rewards: np.ndarray, infos: dict) -> np.ndarray:
     return out
 
 
+class Teacher:
+    """The bot imitated during the warm start (``--bc-teacher``), choosing for every table's learner.
+
+    ``simple`` plays on the engine state with one shared generator (``simple_action_for_state``,
+    the same actions as the bot on the observation: kept so that the shipped recipes' runs repeat
+    exactly); any other bot has one seeded instance per table and reads the learner's observation.
+    """
+
+    def __init__(self, spec: str, num_tables: int, seed: int, config: RulesConfig):
+        self.rng = random.Random(seed)
+        self.bots = None if spec == "simple" else [
+            make_policy(spec, int(np.random.SeedSequence([seed, table]).generate_state(1)[0]), config)
+            for table in range(num_tables)]
+
+    def actions(self, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray) -> list[int]:
+        if self.bots is None:
+            return [simple_action_for_state(match.round, self.rng) for match in tables.batch.matches]
+        return [int(bot.act({"observation": obs, "action_mask": mask}))
+                for bot, obs, mask in zip(self.bots, observations, masks)]
+
+
 def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray,
-                    rollout: Rollout, teacher_rng: random.Random | None, reward_scale: float,
+                    rollout: Rollout, teacher: Teacher | None, reward_scale: float,
                     reward: str = "points"):
     """Every table's learner decides once per step, in one batched forward pass, for T steps.
 
-    ``teacher_rng`` given (imitation): the simple bot chooses the actions; otherwise they are
-    sampled from the policy. Returns the observations and masks after the last step.
+    ``teacher`` given (imitation): it chooses the actions; otherwise they are sampled from the
+    policy. Returns the observations and masks after the last step.
     """
     num_players = tables.batch.num_players
     rollout.round_points, rollout.rounds = 0.0, 0
@@ -331,9 +358,9 @@ def collect_rollout(networks: Networks, tables: VectorGymEnv, observations: np.n
         with torch.no_grad():
             logits, value, privileged = networks.values(inputs, tables)
             distribution = torch.distributions.Categorical(logits=logits)
-            if teacher_rng is not None:
-                chosen = torch.tensor([actions.index(simple_action_for_state(match.round, teacher_rng))
-                                       for match, actions in zip(tables.batch.matches, legal_actions)])
+            if teacher is not None:
+                chosen = torch.tensor([actions.index(action) for action, actions in
+                                       zip(teacher.actions(tables, observations, masks), legal_actions)])
             else:
                 chosen = distribution.sample()
             log_prob = distribution.log_prob(chosen)
@@ -471,11 +498,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # Seeding: one block for every source of randomness.
     seed_everything(args.seed, args.torch_threads)
     table_rng = np.random.default_rng(args.seed)
-    teacher_rng = random.Random(args.seed)
 
     config = make_config(args.rules, num_players=args.num_players or None)
     observation_size = layout_for(config.num_players).size
     networks = Networks.build(args, observation_size)
+    teacher = Teacher(args.bc_teacher, args.num_tables, args.seed, config)
     metadata = {"rules": args.rules, "num_players": config.num_players, "args": dataclasses.asdict(args)}
     progress, resumed = starting_point(args, files, networks, config)
     if resumed:
@@ -511,7 +538,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                          "critic" if progress.update < policy_frozen_until else "ppo")
                 # ---- rollout, advantages, update
                 observations, masks = collect_rollout(networks, tables, observations, masks, rollout,
-                                                      teacher_rng if phase == "bc" else None, args.reward_scale,
+                                                      teacher if phase == "bc" else None, args.reward_scale,
                                                       args.reward)
                 next_value = bootstrap_value(networks, tables, observations, masks)
                 advantages, returns = compute_advantages(rollout, next_value, args.gae_lambda)
@@ -538,7 +565,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 meta = {**metadata, "progress": dataclasses.asdict(progress), "evaluation": log.last_evaluation}
                 save_checkpoint(files.last, networks.model, meta, extra=networks.training_state())
                 saved = dataclasses.replace(progress)
-                if progress.update % args.eval_every == 0 and not evaluator.busy and phase == "ppo":
+                # A run that is imitation alone has its final policy evaluated, so that it has a best.pt too.
+                ends_in_imitation = phase == "bc" and progress.decisions >= args.total_decisions
+                due = phase == "ppo" and progress.update % args.eval_every == 0
+                if (due or ends_in_imitation) and not evaluator.busy:
                     save_checkpoint(files.candidate(progress.update), networks.model, meta)
                     evaluator.submit(files.candidate(progress.update), progress.decisions)
                 log.write(row)
@@ -643,7 +673,8 @@ def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float
         lines.append(f"  last evaluation: {format_evaluation(last_evaluation)}")
         lines.append(f"  best win rate vs simple: {progress.best_win_rate:.3f} ({files.best})")
     else:
-        lines.append("  no evaluation finished (they start after imitation, every --eval-every updates)")
+        lines.append("  no evaluation finished (they start after imitation, every --eval-every updates, "
+                     "or once at the end of a run that is imitation alone)")
     lines.append(f"  checkpoint: {files.last}; progress: {files.csv}; summary: {files.summary}")
     if files.plot.exists():
         lines.append(f"  plot: {files.plot}")

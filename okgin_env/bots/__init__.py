@@ -5,6 +5,7 @@
 | ``random`` | ``RandomBot`` | a uniformly random legal action |
 | ``simple`` | ``SimpleBot`` | Neller's SimpleGinRummyPlayer with the Oklahoma knock limit |
 | ``search`` | ``SearchBot`` | determinized Monte Carlo search with ``simple`` rollouts |
+| ``lookahead`` | ``LookaheadBot`` | one-draw lookahead: races to knock, holds a low hand for gin (the penalty policies' teacher) |
 | ``aggressor`` | ``AggressorBot`` | held-out, for evaluation only: takes greedily, knocks at once |
 | ``defender`` | ``DefenderBot`` | held-out, for evaluation only: safe discards, waits for a low knock |
 
@@ -13,7 +14,7 @@ how a policy generalises, never played by any training stage (the training code 
 
 ``make_bot(name, seed=None, **settings)`` builds one by name. Every bot takes ``seed`` (and is
 reproducible for a given seed) and ``rules`` (the table's rules; all but ``search`` ignore
-them); ``search`` has more settings (``SearchSettings``). The settings are checked when the bot is
+them); ``search`` and ``lookahead`` have more settings (``SearchSettings``, ``LookaheadSettings``). The settings are checked when the bot is
 made (``okgin_env.bots.settings``): an unknown name, a wrong type or a value out of range raises a
 ValueError that lists the bot's settings.
 """
@@ -24,15 +25,17 @@ from typing import Any
 
 from ..observation import ObservationView, num_players_of, view
 from .heldout import AggressorBot, DefenderBot
+from .lookahead import LookaheadBot
 from .random_bot import RandomBot
 from .search import SearchBot
-from .settings import SearchSettings
+from .settings import LookaheadSettings, SearchSettings
 from .simple import SimpleBot
 
 BOTS: dict[str, type] = {
     "random": RandomBot,
     "simple": SimpleBot,
     "search": SearchBot,
+    "lookahead": LookaheadBot,
     "aggressor": AggressorBot,
     "defender": DefenderBot,
 }
@@ -60,6 +63,8 @@ __all__ = [
     "BOT_NAMES",
     "DefenderBot",
     "HELD_OUT_BOTS",
+    "LookaheadBot",
+    "LookaheadSettings",
     "ObservationView",
     "RandomBot",
     "SearchBot",

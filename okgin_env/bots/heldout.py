@@ -10,7 +10,7 @@ Both read only the observation (``okgin_env.observation.view``): their hand, the
 the cards each opponent is known to hold (taken face up, not thrown since) and has passed or
 thrown, the knock limit and the stock size. "Unseen" cards are the rest (the stock and the
 opponents' other cards); both look one draw ahead by averaging over them, with the exact meld
-solver (``okgin_env.rules.melds``). With several opponents (penalty preset, 3-4 players) "the
+solver (``okgin_env.bots.reading``, shared with ``lookahead``). With several opponents (penalty preset, 3-4 players) "the
 opponent" is every opponent.
 
 ``aggressor`` (``AggressorBot``) races to knock and takes risks for it:
@@ -43,12 +43,12 @@ from __future__ import annotations
 
 import random
 
-from ..observation import ObservationView, view
-from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-from ..rules.cards import FULL_DECK_MASK, NUM_RANKS, from_mask
+from ..observation import ObservationView
+from ..rules.actions import DISCARD_BASE, KNOCK_BASE
+from ..rules.cards import NUM_RANKS
 from ..rules.config import RulesConfig
-from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask, in_some_meld
-from ..rules.round import Phase
+from ..rules.melds import deadwood_of_mask, in_some_meld
+from .reading import UnseenCardsPlayer, draw_outlook, least_deadwood_after_take
 from .settings import COMMON_SETTINGS, check_rules, check_seed, unknown_settings_error
 
 #: Aggressor: points of mean deadwood that a certain knock after the next draw is worth (the
@@ -69,41 +69,6 @@ DANGER_LIVE_BUT_PASSED = 0.5
 _TIE = 1e-9  # scores closer than this are ties (broken by the seeded generator)
 
 
-# ----------------------------------------------------------------------------- shared reading
-
-
-def unseen_cards(v: ObservationView) -> int:
-    """Cards the observer has not seen where they are: the stock and the opponents' hidden cards."""
-    known = 0
-    for cards in v.opponent_known:
-        known |= cards
-    return FULL_DECK_MASK & ~v.hand & ~v.discard_pile & ~known
-
-
-def next_draw_outlook(hand: int, unseen_bits: list[int], knock_limit: int) -> tuple[float, float]:
-    """``(share of unseen cards with which the hand could knock, mean least deadwood)`` after
-    drawing one unseen card to ``hand`` and discarding the best card."""
-    if not unseen_bits:
-        return 0.0, float(deadwood_of_mask(hand))
-    knocks = total = 0
-    for bit in unseen_bits:
-        best = best_discard_deadwood_of_mask(hand | bit)
-        total += best
-        knocks += best <= knock_limit
-    count = len(unseen_bits)
-    return knocks / count, total / count
-
-
-def least_deadwood_after_take(hand: int, top: int) -> int:
-    """Least deadwood left after taking ``top`` and discarding a hand card (never ``top`` itself)."""
-    with_top = hand | 1 << top
-    return min(deadwood_of_mask(with_top ^ 1 << card) for card in from_mask(hand))
-
-
-def _bits(mask: int) -> list[int]:
-    return [1 << card for card in from_mask(mask)]
-
-
 def _best(rng: random.Random, scored: list[tuple[float, int]]) -> int:
     """The action of the highest score, ties at random."""
     top = max(score for score, _ in scored)
@@ -118,7 +83,7 @@ def _least_deadwood_knock(rng: random.Random, v: ObservationView) -> tuple[int, 
     return -max(score for score, _ in scored), action
 
 
-class _HeldOutBot:
+class _HeldOutBot(UnseenCardsPlayer):
     """Seed and rules handling shared by the held-out bots (no other settings)."""
 
     name = ""
@@ -130,28 +95,6 @@ class _HeldOutBot:
             raise unknown_settings_error(self.name, list(unknown), ["seed", "rules"], COMMON_SETTINGS)
         check_rules(rules)
         self.rng = random.Random(check_seed(seed))
-
-    def act(self, observation: dict) -> int:
-        v = view(observation)
-        legal = v.legal
-        if not legal:
-            raise ValueError("no legal action: this observation is not for the agent to act")
-        if len(legal) == 1:
-            return legal[0]
-        unseen = _bits(unseen_cards(v))
-        if v.phase is Phase.OFFER or v.phase is Phase.DRAW:
-            decline = PASS if PASS in legal else DRAW_STOCK
-            if TAKE_DISCARD in legal and v.discard_top >= 0 and self.takes(v, unseen):
-                return TAKE_DISCARD
-            return decline
-        return self.discard_or_knock(v, unseen)
-
-    def takes(self, v: ObservationView, unseen: list[int]) -> bool:
-        raise NotImplementedError
-
-    def discard_or_knock(self, v: ObservationView, unseen: list[int]) -> int:
-        raise NotImplementedError
-
 
 # ----------------------------------------------------------------------------- aggressor
 
@@ -165,7 +108,7 @@ class AggressorBot(_HeldOutBot):
         after_take = least_deadwood_after_take(v.hand, v.discard_top)
         if after_take <= v.knock_limit:
             return True
-        _, mean_after_draw = next_draw_outlook(v.hand, unseen, v.knock_limit)
+        mean_after_draw = draw_outlook(v.hand, unseen, v.knock_limit).mean_deadwood
         return after_take < mean_after_draw
 
     def discard_or_knock(self, v: ObservationView, unseen: list[int]) -> int:
@@ -174,7 +117,7 @@ class AggressorBot(_HeldOutBot):
         scored = []
         for card in v.legal_discards():
             rest = v.hand ^ 1 << card
-            knock_share, mean_deadwood = next_draw_outlook(rest, unseen, v.knock_limit)
+            knock_share, _, mean_deadwood = draw_outlook(rest, unseen, v.knock_limit)
             scored.append((AGGRESSOR_KNOCK_WEIGHT * knock_share - mean_deadwood, DISCARD_BASE + card))
         return _best(self.rng, scored)
 
@@ -251,7 +194,7 @@ class DefenderBot(_HeldOutBot):
             unseen_mask |= bit
         scored = []
         for card in v.legal_discards():
-            _, mean_deadwood = next_draw_outlook(v.hand ^ 1 << card, unseen, v.knock_limit)
+            mean_deadwood = draw_outlook(v.hand ^ 1 << card, unseen, v.knock_limit).mean_deadwood
             scored.append((-mean_deadwood - discard_danger(card, v, unseen_mask), DISCARD_BASE + card))
         return _best(self.rng, scored)
 
@@ -265,6 +208,4 @@ __all__ = [
     "DefenderBot",
     "danger_level",
     "discard_danger",
-    "next_draw_outlook",
-    "unseen_cards",
 ]

@@ -3,7 +3,7 @@
 Every bot takes ``seed`` (an int, or None for a fresh random one) and ``rules`` (the table's
 rules: a preset name or a ``RulesConfig``; ``random`` and ``simple`` accept it and ignore it, so
 that callers such as ``okgin_env.evaluate`` may pass it to every bot). ``search`` also takes the
-fields of ``SearchSettings``. An unknown name, a wrong type or a value out of range raises a
+fields of ``SearchSettings`` and ``lookahead`` those of ``LookaheadSettings``. An unknown name, a wrong type or a value out of range raises a
 ValueError that names the setting, says what it expects and lists that bot's settings, also for a
 value that arrives as text from a command line (``search:rollouts=abc``).
 """
@@ -86,10 +86,41 @@ def _checked(name: str, value: Any, meta: dict) -> Any:
     return kind(value) if value is not None else None
 
 
+class _BotSettings:
+    """What every settings dataclass shares: names checked first (a typo is a ValueError listing the
+    settings, not a TypeError), every value checked after, and ``describe`` for messages."""
+
+    bot = ""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        names = cls.names()
+        unknown = [name for name in kwargs if name not in names]
+        if unknown or len(args) > len(names):
+            unknown = unknown or ["(too many positional values)"]
+            raise unknown_settings_error(cls.bot, unknown, list(names), cls.describe())
+        return super().__new__(cls)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            object.__setattr__(self, f.name, _checked(f.name, getattr(self, f.name), f.metadata))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def describe(cls) -> str:
+        """Every setting with what it expects and its default, for error messages and help texts."""
+        described = [f for f in fields(cls) if f.default is not MISSING]
+        return ", ".join(f"{f.name} ({_expected(f.metadata)}; default {f.default!r})" for f in described)
+
+
 @dataclass(frozen=True)
-class SearchSettings:
+class SearchSettings(_BotSettings):
     """The ``search`` bot's settings (see ``okgin_env.bots.search`` for what each one does); frozen,
     checked when made: an unknown name, a wrong type or a value out of range raises a ValueError."""
+
+    bot = "search"
 
     #: Playouts per decision, spread over the candidate actions (reproducible for a seed).
     rollouts: int = _setting(480, int, low=1)
@@ -118,23 +149,22 @@ class SearchSettings:
     #: Samples drawn per determinization, keeping the one most consistent with what the opponents did.
     consistency_tries: int = _setting(8, int, low=1)
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> SearchSettings:
-        # Names first, so that a typo is a ValueError listing the settings, not a TypeError.
-        unknown = [name for name in kwargs if name not in SEARCH_SETTING_NAMES]
-        if unknown or len(args) > len(SEARCH_SETTING_NAMES):
-            unknown = unknown or ["(too many positional values)"]
-            raise unknown_settings_error("search", unknown, list(SEARCH_SETTING_NAMES), cls.describe())
-        return super().__new__(cls)
 
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            object.__setattr__(self, f.name, _checked(f.name, getattr(self, f.name), f.metadata))
+@dataclass(frozen=True)
+class LookaheadSettings(_BotSettings):
+    """The ``lookahead`` bot's settings (see ``okgin_env.bots.lookahead``); frozen, checked when made."""
 
-    @classmethod
-    def describe(cls) -> str:
-        """Every setting with what it expects and its default, for error messages and help texts."""
-        described = [f for f in fields(cls) if f.default is not MISSING]
-        return ", ".join(f"{f.name} ({_expected(f.metadata)}; default {f.default!r})" for f in described)
+    bot = "lookahead"
+
+    #: Points of mean deadwood that a certain knock after the next stock draw is worth, when a discard is chosen.
+    knock_weight: float = _setting(100.0, float, low=0)
+    #: Take a face-up card that allows no knock only if it leaves more than this many points less
+    #: deadwood than a stock draw leaves on average.
+    take_margin: float = _setting(3.0, float)
+    #: With a knock (not gin) legal, discard instead when some discard leaves a hand that goes gin on at
+    #: least this share of the next draws (None: always knock).
+    hold_for_gin: float | None = _setting(0.03, float, low=0, optional=True)
 
 
-SEARCH_SETTING_NAMES = tuple(f.name for f in fields(SearchSettings))
+SEARCH_SETTING_NAMES = SearchSettings.names()
+LOOKAHEAD_SETTING_NAMES = LookaheadSettings.names()
