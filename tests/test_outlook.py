@@ -1,8 +1,8 @@
 """The opt-in next-draw outlook columns (``okgin_env.features.outlook_features``) and networks
 built with them (``training``'s ``--outlook-features``).
 
-The numbers are checked against an independent reference, the held-out ``aggressor``'s own
-``next_draw_outlook`` (a plain loop over the unseen cards with the exact solver), and the
+The numbers are checked against an independent reference, the bots' own ``draw_outlook``
+(``okgin_env.bots.reading``: a plain loop over the unseen cards with the exact solver), and the
 vectorised solver against ``best_discard_deadwood_of_mask`` by brute force over many hands.
 """
 
@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 
 import torch  # noqa: E402
 
-from okgin_env.bots.heldout import next_draw_outlook, unseen_cards  # noqa: E402
+from okgin_env.bots.reading import draw_outlook, unseen_cards  # noqa: E402
 from okgin_env.features import (  # noqa: E402
     NUM_ACTION_FEATURES,
     NUM_OUTLOOK_FEATURES,
@@ -59,7 +59,7 @@ def test_the_vectorised_best_discard_is_the_solver_on_every_hand():
 @pytest.mark.parametrize("table", TABLES, ids=[f"{r}-{n}p" for r, n in TABLES])
 def test_outlook_columns_are_the_aggressors_lookahead(table):
     """Stock draws (and upcard passes) look at the hand as it is, discards at the hand without the
-    card; takes and knocks get zeros. Checked against ``next_draw_outlook`` row by row."""
+    card; takes and knocks get zeros. Checked against ``draw_outlook`` row by row."""
     observations = mixed_decisions(*table, count=300)
     checked = {DRAW_STOCK: 0, PASS: 0, DISCARD_BASE: 0, KNOCK_BASE: 0, TAKE_DISCARD: 0}
     for observation in observations:
@@ -73,7 +73,7 @@ def test_outlook_columns_are_the_aggressors_lookahead(table):
             extra = rows[j, NUM_ACTION_FEATURES:]
             if action in (DRAW_STOCK, PASS) or DISCARD_BASE <= action < KNOCK_BASE:
                 hand = v.hand if action in (DRAW_STOCK, PASS) else v.hand & ~(1 << (action - DISCARD_BASE))
-                knock_share, mean_after = next_draw_outlook(hand, unseen, v.knock_limit)
+                knock_share, _, mean_after = draw_outlook(hand, unseen, v.knock_limit)
                 gin_share = np.mean([best_discard_deadwood_of_mask(hand | bit) == 0 for bit in unseen])
                 assert extra == pytest.approx([knock_share, gin_share, mean_after / 50.0], abs=1e-6)
                 checked[DISCARD_BASE if action >= DISCARD_BASE else action] += 1
