@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from okgin_env import RoundState, make_config, parse_cards
+from okgin_env.observation import encode
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from okgin_env.rules.cards import NUM_RANKS, card_id, card_value, from_mask, to_mask
 from okgin_env.rules.melds import deadwood_of_mask
-from okgin_env.observation import encode
 from okgin_env.rules.round import Phase
 
 Cards = str | Iterable[str | int]

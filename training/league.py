@@ -28,7 +28,7 @@ import random
 import numpy as np
 import torch
 
-from okgin_env.bots import HELD_OUT_BOTS
+from okgin_env.bots import BOT_NAMES, HELD_OUT_BOTS
 from okgin_env.opponents import opponent_names
 
 from .model import PolicyValueNet
@@ -51,8 +51,8 @@ def check_teacher(spec: str, flag: str, config) -> None:
     if "time_limit" in settings:
         raise ValueError(f"{flag} {spec!r}: a time_limit makes the labels depend on the machine's speed; "
                          "give a rollouts budget instead (e.g. search:rollouts=160)")
-    if name.endswith(".pt") or name not in opponent_names():
-        allowed = ", ".join(n for n in opponent_names() if n not in HELD_OUT_BOTS)
+    if name not in BOT_NAMES:  # (a teacher is a bot: make_policy would load a policy file)
+        allowed = ", ".join(n for n in BOT_NAMES if n not in HELD_OUT_BOTS)
         raise ValueError(f"{flag} {spec!r}: unknown bot {name!r}; expected one of {allowed}, with optional settings")
     try:
         make_policy(spec, 0, config)

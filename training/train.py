@@ -174,10 +174,10 @@ def check_args(args: Args) -> None:
     if args.rules not in PRESETS:
         raise ValueError(f"--rules {args.rules!r}; allowed: {', '.join(PRESETS)}")
     try:
-        make_config(args.rules, num_players=args.num_players or None)
+        config = make_config(args.rules, num_players=args.num_players or None)
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
-    check_teacher(args.bc_teacher, "--bc-teacher", make_config(args.rules, num_players=args.num_players or None))
+    check_teacher(args.bc_teacher, "--bc-teacher", config)
     parse_pool(args.opponent_pool)
     if args.reward not in REWARDS:
         raise ValueError(f"--reward {args.reward!r}; allowed: {', '.join(REWARDS)}")

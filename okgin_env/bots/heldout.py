@@ -10,8 +10,8 @@ Both read only the observation (``okgin_env.observation.view``): their hand, the
 the cards each opponent is known to hold (taken face up, not thrown since) and has passed or
 thrown, the knock limit and the stock size. "Unseen" cards are the rest (the stock and the
 opponents' other cards); both look one draw ahead by averaging over them, with the exact meld
-solver (``okgin_env.bots.reading``, shared with ``lookahead``). With several opponents (penalty preset, 3-4 players) "the
-opponent" is every opponent.
+solver (``okgin_env.bots.reading``, shared with ``lookahead``). With several opponents (penalty
+preset, 3-4 players) "the opponent" is every opponent.
 
 ``aggressor`` (``AggressorBot``) races to knock and takes risks for it:
 
@@ -44,11 +44,11 @@ from __future__ import annotations
 import random
 
 from ..observation import ObservationView
-from ..rules.actions import DISCARD_BASE, KNOCK_BASE
+from ..rules.actions import DISCARD_BASE
 from ..rules.cards import NUM_RANKS
 from ..rules.config import RulesConfig
-from ..rules.melds import deadwood_of_mask, in_some_meld
-from .reading import UnseenCardsPlayer, draw_outlook, least_deadwood_after_take
+from ..rules.melds import in_some_meld
+from .reading import UnseenCardsPlayer, best_scored, draw_outlook, least_deadwood_after_take, least_deadwood_knock
 from .settings import COMMON_SETTINGS, check_rules, check_seed, unknown_settings_error
 
 #: Aggressor: points of mean deadwood that a certain knock after the next draw is worth (the
@@ -65,23 +65,6 @@ DEFENDER_LATE_STOCK = 12
 DANGER_POINTS = {"dead": 0.0, "live": 1.0, "near": 4.0, "completes": 15.0}
 #: Defender: a live card beside one the opponent passed or threw (same rank or suit neighbour).
 DANGER_LIVE_BUT_PASSED = 0.5
-
-_TIE = 1e-9  # scores closer than this are ties (broken by the seeded generator)
-
-
-def _best(rng: random.Random, scored: list[tuple[float, int]]) -> int:
-    """The action of the highest score, ties at random."""
-    top = max(score for score, _ in scored)
-    options = [action for score, action in scored if score >= top - _TIE]
-    return options[0] if len(options) == 1 else options[rng.randrange(len(options))]
-
-
-def _least_deadwood_knock(rng: random.Random, v: ObservationView) -> tuple[int, int]:
-    """``(deadwood, knock action)`` of the legal knock leaving the least deadwood, ties at random."""
-    scored = [(-deadwood_of_mask(v.hand ^ 1 << card), KNOCK_BASE + card) for card in v.legal_knocks()]
-    action = _best(rng, scored)
-    return -max(score for score, _ in scored), action
-
 
 class _HeldOutBot(UnseenCardsPlayer):
     """Seed and rules handling shared by the held-out bots (no other settings)."""
@@ -113,13 +96,13 @@ class AggressorBot(_HeldOutBot):
 
     def discard_or_knock(self, v: ObservationView, unseen: list[int]) -> int:
         if v.legal_knocks():
-            return _least_deadwood_knock(self.rng, v)[1]
+            return least_deadwood_knock(self.rng, v)[1]
         scored = []
         for card in v.legal_discards():
             rest = v.hand ^ 1 << card
             knock_share, _, mean_deadwood = draw_outlook(rest, unseen, v.knock_limit)
             scored.append((AGGRESSOR_KNOCK_WEIGHT * knock_share - mean_deadwood, DISCARD_BASE + card))
-        return _best(self.rng, scored)
+        return best_scored(self.rng, scored)
 
 
 # ----------------------------------------------------------------------------- defender
@@ -186,7 +169,7 @@ class DefenderBot(_HeldOutBot):
 
     def discard_or_knock(self, v: ObservationView, unseen: list[int]) -> int:
         if v.legal_knocks():
-            deadwood, action = _least_deadwood_knock(self.rng, v)
+            deadwood, action = least_deadwood_knock(self.rng, v)
             if self.knock_wanted(deadwood, v):
                 return action
         unseen_mask = 0
@@ -196,7 +179,7 @@ class DefenderBot(_HeldOutBot):
         for card in v.legal_discards():
             mean_deadwood = draw_outlook(v.hand ^ 1 << card, unseen, v.knock_limit).mean_deadwood
             scored.append((-mean_deadwood - discard_danger(card, v, unseen_mask), DISCARD_BASE + card))
-        return _best(self.rng, scored)
+        return best_scored(self.rng, scored)
 
 
 __all__ = [

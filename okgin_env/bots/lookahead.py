@@ -1,7 +1,7 @@
 """``lookahead``: a one-draw lookahead player that races to knock and holds a low hand for gin.
 
-Written as the teacher of the penalty-table policies (``training.distil --teacher lookahead``);
-it plays every table. It reads only the observation and uses the shared reading of
+Written as the teacher of the penalty-table policies (``training.train --bc-teacher lookahead``,
+the penalty recipe of ``training.pipeline``); it plays every table. It reads only the observation and uses the shared reading of
 ``okgin_env.bots.reading`` (the unseen cards, and a hand's ``Outlook`` over the next stock draw:
 the share of draws that allow a knock, the share that go gin, the mean deadwood left). Its
 three settings (``LookaheadSettings``) were chosen on 3-player penalty matches against
@@ -33,16 +33,13 @@ from dataclasses import replace
 from typing import Any
 
 from ..observation import ObservationView
-from ..rules.actions import DISCARD_BASE, KNOCK_BASE
+from ..rules.actions import DISCARD_BASE
 from ..rules.config import RulesConfig
 from ..rules.melds import deadwood_of_mask
-from .reading import UnseenCardsPlayer, draw_outlook, least_deadwood_after_take
+from .reading import UnseenCardsPlayer, best_scored, draw_outlook, least_deadwood_after_take, least_deadwood_knock
 from .settings import (
     COMMON_SETTINGS, LOOKAHEAD_SETTING_NAMES, LookaheadSettings, check_rules, check_seed, unknown_settings_error,
 )
-
-_TIE = 1e-9  # scores closer than this are ties (broken by the seeded generator)
-
 
 class LookaheadBot(UnseenCardsPlayer):
     """One-draw lookahead (see the module docstring). ``LookaheadBot(seed=None, rules=None,
@@ -70,16 +67,15 @@ class LookaheadBot(UnseenCardsPlayer):
         self.rng = random.Random(check_seed(seed))
 
     def discard_or_knock(self, v: ObservationView, unseen: list[int]) -> int:
-        knocks = v.legal_knocks()
-        if knocks:
-            deadwood, knock = self._least_deadwood_knock(v, knocks)
+        if v.legal_knocks():
+            deadwood, knock = least_deadwood_knock(self.rng, v)
             held = None if deadwood == 0 else self._gin_hold(v, unseen)
             return knock if held is None else DISCARD_BASE + held
         scored = []
         for card in v.legal_discards():
             outlook = draw_outlook(v.hand ^ 1 << card, unseen, v.knock_limit)
             scored.append((self.settings.knock_weight * outlook.knock - outlook.mean_deadwood, card))
-        return DISCARD_BASE + self._best(scored)
+        return DISCARD_BASE + best_scored(self.rng, scored)
 
     def takes(self, v: ObservationView, unseen: list[int]) -> bool:
         after_take = least_deadwood_after_take(v.hand, v.discard_top)
@@ -87,11 +83,6 @@ class LookaheadBot(UnseenCardsPlayer):
             return True
         mean_after_draw = draw_outlook(v.hand, unseen, v.knock_limit).mean_deadwood
         return after_take + self.settings.take_margin < mean_after_draw
-
-    def _least_deadwood_knock(self, v: ObservationView, knocks: list[int]) -> tuple[int, int]:
-        """``(deadwood, knock action)`` of the legal knock leaving the least deadwood, ties at random."""
-        scored = [(-deadwood_of_mask(v.hand ^ 1 << card), card) for card in knocks]
-        return -max(score for score, _ in scored), KNOCK_BASE + self._best(scored)
 
     def _gin_hold(self, v: ObservationView, unseen: list[int]) -> int | None:
         """The card to discard instead of knocking, or None to knock."""
@@ -107,9 +98,3 @@ class LookaheadBot(UnseenCardsPlayer):
         if best_key is None or best_key[0] < threshold:
             return None
         return best_card
-
-    def _best(self, scored: list[tuple[float, int]]) -> int:
-        """The card of the highest score, ties at random."""
-        top = max(score for score, _ in scored)
-        options = [card for score, card in scored if score >= top - _TIE]
-        return options[0] if len(options) == 1 else options[self.rng.randrange(len(options))]

@@ -11,10 +11,11 @@ compute the same three numbers in numpy.
 
 from __future__ import annotations
 
+import random
 from typing import NamedTuple
 
 from ..observation import ObservationView, view
-from ..rules.actions import DRAW_STOCK, PASS, TAKE_DISCARD
+from ..rules.actions import DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from ..rules.cards import FULL_DECK_MASK, from_mask
 from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
 from ..rules.round import Phase
@@ -60,6 +61,23 @@ def least_deadwood_after_take(hand: int, top: int) -> int:
     """Least deadwood left after taking ``top`` and discarding a hand card (never ``top`` itself)."""
     with_top = hand | 1 << top
     return min(deadwood_of_mask(with_top ^ 1 << card) for card in from_mask(hand))
+
+
+TIE = 1e-9  # scores closer than this are ties (broken by the bot's seeded generator)
+
+
+def best_scored(rng: random.Random, scored: list[tuple[float, int]]) -> int:
+    """The item (an action or a card) of the highest score, ties at random."""
+    top = max(score for score, _ in scored)
+    options = [item for score, item in scored if score >= top - TIE]
+    return options[0] if len(options) == 1 else options[rng.randrange(len(options))]
+
+
+def least_deadwood_knock(rng: random.Random, v: ObservationView) -> tuple[int, int]:
+    """``(deadwood, knock action)`` of the legal knock leaving the least deadwood, ties at random."""
+    scored = [(-deadwood_of_mask(v.hand ^ 1 << card), KNOCK_BASE + card) for card in v.legal_knocks()]
+    action = best_scored(rng, scored)
+    return -max(score for score, _ in scored), action
 
 
 class UnseenCardsPlayer:
