@@ -150,22 +150,20 @@ def test_a_depth_no_round_reaches_gives_the_whole_round_labels():
         np.testing.assert_array_equal(deep[key], full[key], err_msg=key)
 
 
-def test_truncated_labels_are_the_value_heads_estimate_at_the_next_choice():
-    """Depth 1: each label is the round's points if it ended before the learner's next choice, else the
-    value head times the PPO run's reward scale at that choice, recomputed here from a plain loop."""
+def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_out) -> list[list[float]]:
+    """The labels of a job, recomputed by a plain loop: the job's matches (``play_learner_matches``
+    with the job's generator), and for each decision every action applied to a clone of the round,
+    then ``play_out(player, state, scores, learner, tie_rng)`` gives its label."""
     import random
 
     import torch
 
     from training.improve import _Player
-    from training.labelling import play_learner_matches, value_scale
-    from okgin_env.bots.simple import SimpleBot, simple_action_for_state
+    from training.labelling import play_learner_matches
+    from okgin_env.bots.simple import SimpleBot
 
-    labels = label_decisions_batched((PPO, "classic", 7, 6, {"depth": 1}))
-    player = _Player(PPO, "classic")
-    scale = value_scale(PPO)
-    assert scale == 25.0
-    rng = random.Random(7)
+    player = _Player(checkpoint, rules)
+    rng = random.Random(seed)
     opponent = SimpleBot()
     opponent.rng = rng
     expected = []
@@ -176,20 +174,35 @@ def test_truncated_labels_are_the_value_heads_estimate_at_the_next_choice():
         for action in encoded[-1]:
             state = match.round.clone()
             state.apply_unchecked(action)
-            tie_rng = random.Random(tie_seed)
-            while not state.is_over and not (state.current == learner and len(state.legal_actions()) > 1):
-                if state.current == learner:
-                    state.apply_unchecked(state.legal_actions()[0])
-                else:
-                    state.apply_unchecked(simple_action_for_state(state, tie_rng))
-            if state.is_over:
-                row.append(state.outcome.rewards[learner])
-            else:
-                row.append(player.value(state, match.scores, learner) * scale)
+            row.append(play_out(player, state, match.scores, learner, random.Random(tie_seed)))
         expected.append(row)
 
     with torch.no_grad():
-        play_learner_matches(player.config, player.policy, opponent, 7, 6, label)
+        play_learner_matches(player.config, player.policy, opponent, seed, count, label)
+    return expected
+
+
+def test_truncated_labels_are_the_value_heads_estimate_at_the_next_choice():
+    """Depth 1: each label is the round's points if it ended before the learner's next choice, else the
+    value head times the PPO run's reward scale at that choice, recomputed here from a plain loop."""
+    from training.labelling import value_scale
+    from okgin_env.bots.simple import simple_action_for_state
+
+    labels = label_decisions_batched((PPO, "classic", 7, 6, {"depth": 1}))
+    scale = value_scale(PPO)
+    assert scale == 25.0
+
+    def play_out(player, state, scores, learner, tie_rng):
+        while not state.is_over and not (state.current == learner and len(state.legal_actions()) > 1):
+            if state.current == learner:
+                state.apply_unchecked(state.legal_actions()[0])
+            else:
+                state.apply_unchecked(simple_action_for_state(state, tie_rng))
+        if state.is_over:
+            return state.outcome.rewards[learner]
+        return player.value(state, scores, learner) * scale
+
+    expected = plain_loop_labels(PPO, "classic", 7, 6, play_out)
     for q, legal, row in zip(labels["q"], labels["legal"], expected):
         np.testing.assert_allclose(q[legal], row, rtol=0, atol=1e-4)
 
@@ -324,3 +337,57 @@ def test_the_labelling_benchmark_runs_every_path_it_offers(tmp_path, monkeypatch
     result = json.loads(out.read_text())
     assert set(result["ms_per_labelled_decision"]) == {"single", "batched", "batched_depth_1", "batched_top_2"}
     assert result["identical_labels"] is True
+
+
+# ----------------------------------------------------------------------------- simple in the learner's seat (--rollout-player simple)
+
+
+@pytest.mark.parametrize("checkpoint, rules, seed", [(CLASSIC, "classic", 5), ("checkpoints/okgin_penalty_3p.pt", "penalty", 8)])
+def test_simple_rollout_labels_agree_between_paths_and_with_a_plain_loop(checkpoint, rules, seed):
+    """``rollout: simple``: the batched and single paths give the same arrays, the same decisions as the
+    policy's rollouts (the main line is the policy's either way), and each label is the round of a
+    plain loop where ``simple`` plays every seat from the action on, with the decision's tie seed."""
+    from okgin_env.bots.simple import simple_action_for_state
+
+    job = (checkpoint, rules, seed, 8, {"rollout": "simple"})
+    batched = label_decisions_batched(job)
+    single = label_decisions(job)
+    policy_rollouts = label_decisions_batched(job[:4])
+    for key in LABEL_KEYS:
+        np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
+        if key != "q":
+            np.testing.assert_array_equal(batched[key], policy_rollouts[key], err_msg=key)
+    assert not np.array_equal(batched["q"], policy_rollouts["q"])
+
+    def play_out(player, state, scores, learner, tie_rng):
+        while not state.is_over:
+            state.apply_unchecked(simple_action_for_state(state, tie_rng))
+        return state.outcome.rewards[learner]
+
+    expected = plain_loop_labels(checkpoint, rules, seed, 8, play_out)
+    for q, legal, row in zip(batched["q"], batched["legal"], expected):
+        np.testing.assert_array_equal(q[legal], np.array(row, dtype=np.float32))
+
+
+def test_rollout_player_is_checked_and_recorded(tmp_path, capsys):
+    import json
+
+    from training.improve import cli, main as improve_main
+    from training.labelling import unpack_job
+
+    with pytest.raises(ValueError, match="rollout player 'search'; allowed: policy, simple"):
+        unpack_job((CLASSIC, "classic", 1, 1, {"rollout": "search"}))
+    with pytest.raises(ValueError, match="needs the rollout player 'policy'"):
+        unpack_job((PPO, "classic", 1, 1, {"rollout": "simple", "depth": 2}))
+    refused = tmp_path / "refused"
+    assert cli(["--init-from", PPO, "--rollout-player", "simple", "--rollout-depth", "2",
+                "--run-dir", str(refused)]) == 2
+    assert "rollout player" in capsys.readouterr().err and not refused.exists()
+    run_dir = tmp_path / "simple"
+    improve_main(["--init-from", CLASSIC, "--decisions", "4", "--chunk", "4", "--workers", "1", "--epochs", "1",
+                  "--eval-matches", "0", "--no-progress", "--seed", "3", "--rollout-player", "simple",
+                  "--run-dir", str(run_dir)])
+    assert json.loads((run_dir / "labels.json").read_text())["rollout_player"] == "simple"
+    with np.load(run_dir / "labels_0000.npz") as chunk:
+        expected = label_decisions_batched((CLASSIC, "classic", 3 * 100_000, 4, {"rollout": "simple"}))
+        np.testing.assert_array_equal(chunk["q"], expected["q"])

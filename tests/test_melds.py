@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import okgin_env
 from okgin_env.rules.cards import from_mask, parse_cards, to_mask
 from okgin_env.rules import melds as solver
-from okgin_env.rules.layouts import best_layoffs, layouts_of_mask
+from okgin_env.rules.layouts import best_layoffs, candidate_melds_of_mask, layouts_of_mask
 from okgin_env.rules.melds import (
     best_discard,
     deadwood_after_discards,
@@ -369,6 +369,26 @@ def test_layouts_match_brute_force(dense):
                     assert is_meld(from_mask(m)) and not m & melded
                     melded |= m
                 assert dw == total(from_mask(mask & ~melded)) <= limit
+
+
+def _meld_order(meld: frozenset[int]) -> tuple:
+    """The order ``candidate_melds_of_mask`` promises (the showdown keeps the first of equal layouts,
+    so the order decides which melds a record shows): sets by rank, the whole set before its
+    threes, those by the suit they leave out; then runs by suit, lowest rank and length."""
+    cards = sorted(meld)
+    if len({c % 13 for c in cards}) == 1:
+        missing = sorted({0, 1, 2, 3} - {c // 13 for c in cards})
+        return (0, cards[0] % 13, -len(cards), missing)
+    return (1, cards[0] // 13, cards[0] % 13, len(cards))
+
+
+@pytest.mark.parametrize("dense", [False, True], ids=["random", "dense"])
+def test_candidate_melds_are_every_meld_in_order(dense):
+    for size in (3, 7, 10, 11, 20, 52):
+        for hand in hands(seed=61 + dense + size, count=100 if size < 52 else 1, sizes=[size], dense=dense):
+            expected = sorted(all_melds(hand), key=_meld_order)
+            got = candidate_melds_of_mask(to_mask(hand))
+            assert [frozenset(from_mask(m)) for m in got] == expected, hand
 
 
 def test_layouts_example():

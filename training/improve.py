@@ -74,6 +74,7 @@ from .policy import build_model, decision_forward, encode_decision, load_checkpo
 from .labelling import (
     LABEL_OPTIONS,
     LABEL_REWARDS,
+    ROLLOUT_PLAYERS,
     checkpoint_file,
     label_decisions_batched,
     label_value,
@@ -136,6 +137,11 @@ class Args:
         "help": "0: label every legal action (the shipped recipe); K > 0: label only the K actions the policy "
                 "scores highest (its greedy choice among them), so fewer rollouts per decision; the fit then "
                 "compares those actions only"})
+    rollout_player: str = field(default="policy", metadata={
+        "choices": ROLLOUT_PLAYERS,
+        "help": "who plays the learner's seat in the labelling rollouts: policy, the policy being improved "
+                "(the shipped recipe); simple, the simple bot (no network in the rollouts, so a label costs "
+                "a fraction: the labels value each action followed by simple's play, as the search bot does)"})
     add_outlook_features: bool = field(default=False, metadata={
         "help": "start from --init-from's policy in a network that also reads the next-draw outlook "
                 "(new inputs with zero weights: the same play at first; written to run_dir/start_outlook.pt "
@@ -174,15 +180,16 @@ class _Player:
 
 
 def rollout_points(player: _Player, state, scores, learner: int, seed: int, reward: str = "points",
-                   depth: int = 0, scale: float = 0.0) -> float:
+                   depth: int = 0, scale: float = 0.0, rollout_player: str = "policy") -> float:
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
     the others with tie-breaks from ``seed``; the learner's round points (``label_value``).
     ``depth > 0``: stop at the learner's ``depth``-th choice and return the value head's estimate
-    there, times ``scale`` (``training.labelling.value_scale``)."""
+    there, times ``scale`` (``training.labelling.value_scale``). ``rollout_player`` ``"simple"``:
+    ``simple`` plays the learner's seat too."""
     rng = random.Random(seed)
     choices = 0
     while not state.is_over:
-        if state.current == learner:
+        if state.current == learner and rollout_player == "policy":
             if depth and len(state.legal_actions()) > 1:
                 choices += 1
                 if choices == depth:
@@ -221,7 +228,8 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
         for i in columns:
             trial = match.round.clone()
             trial.apply_unchecked(encoded[-1][i])
-            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward, job.depth, scale)
+            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward, job.depth, scale,
+                                  job.rollout)
         record_inputs(records, observation, encoded)
         records["q"].append(q)
         records["labelled"].append(labelled_flags(columns))
@@ -419,7 +427,9 @@ def main(argv: list[str] | None = None) -> dict:
         raise ValueError(f"--label-top must be 0 (every legal action) or at least 2 (one labelled action leaves "
                          f"nothing to compare), got {args.label_top}")
     if args.rollout_depth and not args.reuse_labels:
-        unpack_job(("", "", 0, 0, {"reward": args.label_reward, "depth": args.rollout_depth}))  # own_penalty refused
+        # own_penalty and a rollout player other than the policy are refused
+        unpack_job(("", "", 0, 0, {"reward": args.label_reward, "depth": args.rollout_depth,
+                                   "rollout": args.rollout_player}))
         value_scale(args.init_from)  # refuses a file whose value head was not trained
     if args.add_outlook_features:
         start = with_outlook_inputs(start)  # refuses a network that already reads them
@@ -446,9 +456,11 @@ def main(argv: list[str] | None = None) -> dict:
         manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "seed": args.seed, "sizes": sizes}
         # (Options join the manifest and the jobs only when they are not the default, so that the
         # chunks of runs made before the options still resume.)
-        chosen = {"reward": args.label_reward, "depth": args.rollout_depth, "top": args.label_top}
+        chosen = {"reward": args.label_reward, "depth": args.rollout_depth, "top": args.label_top,
+                  "rollout": args.rollout_player}
         options = {key: value for key, value in chosen.items() if value != LABEL_OPTIONS[key]}
-        for key, name in (("reward", "label_reward"), ("depth", "rollout_depth"), ("top", "label_top")):
+        for key, name in (("reward", "label_reward"), ("depth", "rollout_depth"), ("top", "label_top"),
+                          ("rollout", "rollout_player")):
             if key in options:
                 manifest[name] = options[key]
         job_options = (options,) if options else ()

@@ -71,10 +71,15 @@ class LabelJob(NamedTuple):
     reward: str = "points"  # label_value's ``reward``
     depth: int = 0  # 0: whole rounds; K: stop at the learner's K-th choice (value head's estimate)
     top: int = 0  # 0: every legal action; K: the policy's K highest-scored actions only
+    rollout: str = "policy"  # who plays the learner's seat in the rollouts (ROLLOUT_PLAYERS)
 
 
 #: What a job's options may set, and the defaults (the labels of jobs written before them).
-LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0}
+LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0, "rollout": "policy"}
+#: ``training.improve --rollout-player``: the policy being improved, or ``simple`` (no network in
+#: the rollouts, so each label costs a fraction; the labels then value each action followed by
+#: ``simple``'s play, as the search bot's rollouts do).
+ROLLOUT_PLAYERS = ("policy", "simple")
 
 
 def unpack_job(job: tuple) -> LabelJob:
@@ -90,9 +95,14 @@ def unpack_job(job: tuple) -> LabelJob:
     if not isinstance(options, dict) or set(options) - set(LABEL_OPTIONS):
         raise ValueError(f"labelling options {options!r}; allowed keys: {', '.join(LABEL_OPTIONS)}")
     options = {**LABEL_OPTIONS, **options}
-    reward, depth, top = options["reward"], options["depth"], options["top"]
+    reward, depth, top, rollout = options["reward"], options["depth"], options["top"], options["rollout"]
     if reward not in LABEL_REWARDS:
         raise ValueError(f"label reward {reward!r}; allowed: {', '.join(LABEL_REWARDS)}")
+    if rollout not in ROLLOUT_PLAYERS:
+        raise ValueError(f"rollout player {rollout!r}; allowed: {', '.join(ROLLOUT_PLAYERS)}")
+    if depth and rollout != "policy":
+        raise ValueError("a rollout depth stops at the policy's K-th choice and needs the rollout player "
+                         f"'policy', not {rollout!r}")
     for name, value, meaning, least in (("rollout depth", depth, "play every rollout to the round's end", 1),
                                         ("label top", top, "label every legal action", 2)):
         if not isinstance(value, int) or isinstance(value, bool) or not (value == 0 or value >= least):
@@ -100,7 +110,7 @@ def unpack_job(job: tuple) -> LabelJob:
     if depth and reward != "points":
         raise ValueError(f"a rollout depth needs the label reward 'points' (the value head estimates the "
                          f"zero-sum round points), not {reward!r}")
-    return LabelJob(checkpoint, rules, seed, count, reward, depth, top)
+    return LabelJob(checkpoint, rules, seed, count, reward, depth, top, rollout)
 
 
 def labelled_columns(model, flat: np.ndarray, encoded: tuple, top: int) -> list[int]:
@@ -169,7 +179,8 @@ class _Rollout:
 
 
 def _advance(rollout: _Rollout, learner: int) -> bool:
-    """Play ``simple`` and forced moves until the learner has a choice (True) or the round ends."""
+    """Play ``simple`` and forced moves until the learner has a choice (True) or the round ends.
+    (``learner`` -1: ``simple`` plays every seat, so the round ends.)"""
     state = rollout.state
     while not state.is_over:
         if state.current != learner:
@@ -203,12 +214,18 @@ def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int,
 
 
 def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, rollout_batch: int,
-             reward: str = "points", depth: int = 0, scale: float = 0.0) -> None:
+             reward: str = "points", depth: int = 0, scale: float = 0.0, rollout_player: str = "policy") -> None:
     """Play every rollout to the end of its round; write the learner's round points (``label_value``)
     into ``q[row, column]``. ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice
     stops there, and its label is the value head's estimate of the round's points from the
-    learner's observation (times ``scale``, see ``value_scale``)."""
+    learner's observation (times ``scale``, see ``value_scale``). ``rollout_player`` ``"simple"``:
+    ``simple`` plays the learner's seat too (no forward passes)."""
     num_players, target = config.num_players, config.target_score
+    if rollout_player == "simple":
+        for rollout in rollouts:
+            _advance(rollout, -1)  # no seat is the network's: plays the round out
+            q[rollout.row, rollout.column] = label_value(rollout.state.outcome, learner, reward)
+        return
     for begin in range(0, len(rollouts), rollout_batch):
         waiting = rollouts[begin: begin + rollout_batch]
         while waiting:
@@ -313,6 +330,6 @@ def label_decisions_batched(job: tuple, rollout_batch: int = DEFAULT_ROLLOUT_BAT
 
     q = np.zeros((len(records["obs"]), MAX_LEGAL_ACTIONS), dtype=np.float32)
     for seat, rollouts in rollouts_by_learner.items():
-        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, job.reward, job.depth, scale)
+        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, job.reward, job.depth, scale, job.rollout)
     extra = {"labelled": np.stack(labelled)} if job.top else {}
     return {**{k: np.stack(v) for k, v in records.items()}, "q": q, **extra}

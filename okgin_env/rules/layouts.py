@@ -10,29 +10,57 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .cards import NUM_RANKS, from_mask, mask_value, to_mask
-from .melds import _split, deadwood_of_mask
+from .melds import _ranks_held_three_times, _split, deadwood_of_mask
+
+
+def _set_melds(rank: int, suits_held: int) -> tuple[int, ...]:
+    """The sets of ``rank`` among the suits in ``suits_held`` (4 bits): the whole set, then (with all
+    four) each set of three, leaving out the suits in order."""
+    cards = [s * NUM_RANKS + rank for s in range(4) if suits_held >> s & 1]
+    if len(cards) < 3:
+        return ()
+    whole = to_mask(cards)
+    if len(cards) == 3:
+        return (whole,)
+    return (whole, *(whole & ~(1 << skip) for skip in cards))
+
+
+def _run_melds(suit: int, ranks: int) -> tuple[int, ...]:
+    """The runs (length >= 3) in ``suit`` among the 13-bit ``ranks``: by lowest rank, then length."""
+    runs = []
+    for start in range(NUM_RANKS - 2):
+        end = start
+        while end < NUM_RANKS and ranks >> end & 1:
+            if end - start >= 2:
+                runs.append(sum(1 << (suit * NUM_RANKS + r) for r in range(start, end + 1)))
+            end += 1
+    return tuple(runs)
+
+
+# Memos of the two tables above: the showdown asks for a hand's melds at every knock, and the
+# same suit patterns come back again and again.
+_SETS = [[_set_melds(rank, held) for held in range(16)] for rank in range(NUM_RANKS)]
+_RUNS: list[dict[int, tuple[int, ...]]] = [{} for _ in range(4)]
 
 
 def candidate_melds_of_mask(mask: int) -> list[int]:
-    """Every meld (as a mask) that can be formed from ``mask``: sets of 3 and 4, runs of length >= 3."""
-    melds = []
+    """Every meld (as a mask) that can be formed from ``mask``: sets of 3 and 4 (by rank), then runs
+    of length >= 3 (by suit, lowest rank, length)."""
+    melds: list[int] = []
     suits = _split(mask)
-    for rank in range(NUM_RANKS):
-        holders = [s for s in range(4) if suits[s] >> rank & 1]
-        if len(holders) >= 3:
-            cards = [s * NUM_RANKS + rank for s in holders]
-            if len(cards) == 4:
-                melds.append(to_mask(cards))
-                melds.extend(to_mask(c for c in cards if c != skip) for skip in cards)
-            else:
-                melds.append(to_mask(cards))
-    for suit in range(4):
-        for start in range(NUM_RANKS - 2):
-            end = start
-            while end < NUM_RANKS and suits[suit] >> end & 1:
-                if end - start >= 2:
-                    melds.append(sum(1 << (suit * NUM_RANKS + r) for r in range(start, end + 1)))
-                end += 1
+    s0, s1, s2, s3 = suits
+    three = _ranks_held_three_times(s0, s1, s2, s3)
+    while three:
+        rank = (three & -three).bit_length() - 1
+        three &= three - 1
+        held = (s0 >> rank & 1) | (s1 >> rank & 1) << 1 | (s2 >> rank & 1) << 2 | (s3 >> rank & 1) << 3
+        melds.extend(_SETS[rank][held])
+    for suit, ranks in enumerate(suits):
+        if ranks & ranks >> 1 & ranks >> 2:  # some three ranks in a row
+            runs = _RUNS[suit].get(ranks)
+            if runs is None:
+                runs = _RUNS[suit][ranks] = _run_melds(suit, ranks)
+            melds.extend(runs)
     return melds
 
 
