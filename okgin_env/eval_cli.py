@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .bots import BOT_NAMES, HELD_OUT_BOTS
 from .episode import DEFAULT_MAX_ROUNDS, EPISODES
 from .rules.config import PRESETS
 from .eval_results import check_output_prefix
@@ -44,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "policies",
         nargs="+",
-        help="bot names (random, simple, search, and the held-out aggressor, defender; settings as search:rollouts=64) "
-             "or checkpoint paths ending in .pt",
+        help=f"bot names ({', '.join(n for n in BOT_NAMES if n not in HELD_OUT_BOTS)}, and the held-out "
+             f"{', '.join(HELD_OUT_BOTS)}; settings as search:rollouts=64) or checkpoint paths ending in .pt",
     )
     parser.add_argument("--matches", type=int, default=100, help="games per pair (rounded up to mirrored deals)")
     parser.add_argument("--episode", choices=EPISODES, default="match", help="a game is a full match or one round")

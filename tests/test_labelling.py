@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -153,9 +155,7 @@ def test_a_depth_no_round_reaches_gives_the_whole_round_labels():
 def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_out) -> list[list[float]]:
     """The labels of a job, recomputed by a plain loop: the job's matches (``play_learner_matches``
     with the job's generator), and for each decision every action applied to a clone of the round,
-    then ``play_out(player, state, scores, learner, tie_rng)`` gives its label."""
-    import random
-
+    then ``play_out(player, state, scores, learner, tie_seed)`` gives its label."""
     import torch
 
     from training.improve import _Player
@@ -174,7 +174,7 @@ def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_o
         for action in encoded[-1]:
             state = match.round.clone()
             state.apply_unchecked(action)
-            row.append(play_out(player, state, match.scores, learner, random.Random(tie_seed)))
+            row.append(play_out(player, state, match.scores, learner, tie_seed))
         expected.append(row)
 
     with torch.no_grad():
@@ -192,7 +192,8 @@ def test_truncated_labels_are_the_value_heads_estimate_at_the_next_choice():
     scale = value_scale(PPO)
     assert scale == 25.0
 
-    def play_out(player, state, scores, learner, tie_rng):
+    def play_out(player, state, scores, learner, tie_seed):
+        tie_rng = random.Random(tie_seed)
         while not state.is_over and not (state.current == learner and len(state.legal_actions()) > 1):
             if state.current == learner:
                 state.apply_unchecked(state.legal_actions()[0])
@@ -359,12 +360,46 @@ def test_simple_rollout_labels_agree_between_paths_and_with_a_plain_loop(checkpo
             np.testing.assert_array_equal(batched[key], policy_rollouts[key], err_msg=key)
     assert not np.array_equal(batched["q"], policy_rollouts["q"])
 
-    def play_out(player, state, scores, learner, tie_rng):
+    def play_out(player, state, scores, learner, tie_seed):
+        tie_rng = random.Random(tie_seed)
         while not state.is_over:
             state.apply_unchecked(simple_action_for_state(state, tie_rng))
         return state.outcome.rewards[learner]
 
     expected = plain_loop_labels(checkpoint, rules, seed, 8, play_out)
+    for q, legal, row in zip(batched["q"], batched["legal"], expected):
+        np.testing.assert_array_equal(q[legal], np.array(row, dtype=np.float32))
+
+
+@pytest.mark.parametrize("checkpoint, rules, seed", [(CLASSIC, "classic", 5), ("checkpoints/okgin_penalty_3p.pt", "penalty", 8)])
+def test_bot_rollout_labels_agree_between_paths_and_with_a_plain_loop(checkpoint, rules, seed):
+    """``rollout: lookahead``: the bot, seeded with the decision's tie seed, plays the learner's seat from
+    its observation; ``simple`` the others with the tie seed's generator."""
+    from okgin_env.bots import make_bot
+    from okgin_env.bots.simple import simple_action_for_state
+    from okgin_env.observation import encode
+
+    job = (checkpoint, rules, seed, 6, {"rollout": "lookahead"})
+    batched = label_decisions_batched(job)
+    single = label_decisions(job)
+    for key in LABEL_KEYS:
+        np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
+    assert not np.array_equal(batched["q"], label_decisions_batched(job[:4] + ({"rollout": "simple"},))["q"])
+
+    def play_out(player, state, scores, learner, tie_seed):
+        tie_rng = random.Random(tie_seed)
+        bot = make_bot("lookahead", seed=tie_seed)
+        while not state.is_over:
+            if state.current != learner:
+                state.apply_unchecked(simple_action_for_state(state, tie_rng))
+            elif len(state.legal_actions()) == 1:
+                state.apply_unchecked(state.legal_actions()[0])
+            else:
+                observation = encode(state, scores, player.config.target_score, learner)
+                state.apply_unchecked(bot.act({"observation": observation, "action_mask": state.legal_mask()}))
+        return state.outcome.rewards[learner]
+
+    expected = plain_loop_labels(checkpoint, rules, seed, 6, play_out)
     for q, legal, row in zip(batched["q"], batched["legal"], expected):
         np.testing.assert_array_equal(q[legal], np.array(row, dtype=np.float32))
 
@@ -375,8 +410,14 @@ def test_rollout_player_is_checked_and_recorded(tmp_path, capsys):
     from training.improve import cli, main as improve_main
     from training.labelling import unpack_job
 
-    with pytest.raises(ValueError, match="rollout player 'search'; allowed: policy, simple"):
-        unpack_job((CLASSIC, "classic", 1, 1, {"rollout": "search"}))
+    with pytest.raises(ValueError, match="rollout player 3; allowed: policy or a bot spec"):
+        unpack_job((CLASSIC, "classic", 1, 1, {"rollout": 3}))
+    for bad, why in (("aggressor", "held-out bots"), ("search:time_limit=0.1", "time_limit"),
+                     ("nonsense", "unknown bot"), ("lookahead:colour=3", "colour")):
+        with pytest.raises(ValueError, match=why):
+            label_decisions_batched((CLASSIC, "classic", 1, 1, {"rollout": bad}))
+        assert cli(["--init-from", CLASSIC, "--rollout-player", bad, "--run-dir", str(tmp_path / "bad")]) == 2
+        assert why in capsys.readouterr().err and not (tmp_path / "bad").exists()
     with pytest.raises(ValueError, match="needs the rollout player 'policy'"):
         unpack_job((PPO, "classic", 1, 1, {"rollout": "simple", "depth": 2}))
     refused = tmp_path / "refused"

@@ -74,11 +74,13 @@ from .policy import build_model, decision_forward, encode_decision, load_checkpo
 from .labelling import (
     LABEL_OPTIONS,
     LABEL_REWARDS,
-    ROLLOUT_PLAYERS,
+    check_rollout_player,
     checkpoint_file,
+    finish_round,
     label_decisions_batched,
     label_value,
     labelled_columns,
+    rollout_bot,
     labelled_flags,
     labelling_config,
     play_learner_matches,
@@ -138,10 +140,10 @@ class Args:
                 "scores highest (its greedy choice among them), so fewer rollouts per decision; the fit then "
                 "compares those actions only"})
     rollout_player: str = field(default="policy", metadata={
-        "choices": ROLLOUT_PLAYERS,
         "help": "who plays the learner's seat in the labelling rollouts: policy, the policy being improved "
-                "(the shipped recipe); simple, the simple bot (no network in the rollouts, so a label costs "
-                "a fraction: the labels value each action followed by simple's play, as the search bot does)"})
+                "(the shipped recipe), or a bot spec (simple, lookahead, search:rollouts=16; not a held-out bot): "
+                "each label then values the action followed by that bot's play, as the search bot's rollouts "
+                "do with simple, and the rollouts run no network (simple: a label costs about half)"})
     add_outlook_features: bool = field(default=False, metadata={
         "help": "start from --init-from's policy in a network that also reads the next-draw outlook "
                 "(new inputs with zero weights: the same play at first; written to run_dir/start_outlook.pt "
@@ -184,12 +186,16 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
     the others with tie-breaks from ``seed``; the learner's round points (``label_value``).
     ``depth > 0``: stop at the learner's ``depth``-th choice and return the value head's estimate
-    there, times ``scale`` (``training.labelling.value_scale``). ``rollout_player`` ``"simple"``:
-    ``simple`` plays the learner's seat too."""
+    there, times ``scale`` (``training.labelling.value_scale``). A ``rollout_player`` other than
+    ``"policy"`` plays the learner's seat instead (``training.labelling.finish_round``)."""
     rng = random.Random(seed)
+    if rollout_player != "policy":
+        bot = rollout_bot(rollout_player, seed, player.config)
+        finish_round(state, scores, learner, rng, bot, player.config.target_score)
+        return label_value(state.outcome, learner, reward)
     choices = 0
     while not state.is_over:
-        if state.current == learner and rollout_player == "policy":
+        if state.current == learner:
             if depth and len(state.legal_actions()) > 1:
                 choices += 1
                 if choices == depth:
@@ -214,6 +220,7 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     checkpoint = checkpoint_file(job.checkpoint)
     scale = value_scale(checkpoint) if job.depth else 0.0
     player = _Player(checkpoint, job.rules)
+    check_rollout_player(job.rollout, player.config)
     rng = random.Random(job.seed)
     opponent = SimpleBot()
     opponent.rng = rng  # shared with the continuation seeds (see the docstring)
@@ -426,6 +433,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.label_top < 0 or args.label_top == 1:
         raise ValueError(f"--label-top must be 0 (every legal action) or at least 2 (one labelled action leaves "
                          f"nothing to compare), got {args.label_top}")
+    if not args.reuse_labels:
+        check_rollout_player(args.rollout_player, labelling_config(args.init_from, start["metadata"]["rules"]))
     if args.rollout_depth and not args.reuse_labels:
         # own_penalty and a rollout player other than the policy are refused
         unpack_job(("", "", 0, 0, {"reward": args.label_reward, "depth": args.rollout_depth,

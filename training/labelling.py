@@ -71,15 +71,51 @@ class LabelJob(NamedTuple):
     reward: str = "points"  # label_value's ``reward``
     depth: int = 0  # 0: whole rounds; K: stop at the learner's K-th choice (value head's estimate)
     top: int = 0  # 0: every legal action; K: the policy's K highest-scored actions only
-    rollout: str = "policy"  # who plays the learner's seat in the rollouts (ROLLOUT_PLAYERS)
+    rollout: str = "policy"  # who plays the learner's seat in the rollouts (check_rollout_player)
 
 
 #: What a job's options may set, and the defaults (the labels of jobs written before them).
 LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0, "rollout": "policy"}
-#: ``training.improve --rollout-player``: the policy being improved, or ``simple`` (no network in
-#: the rollouts, so each label costs a fraction; the labels then value each action followed by
-#: ``simple``'s play, as the search bot's rollouts do).
-ROLLOUT_PLAYERS = ("policy", "simple")
+
+
+def check_rollout_player(spec: str, config=None) -> None:
+    """A ValueError unless ``spec`` can play the learner's seat in the labelling rollouts
+    (``training.improve --rollout-player``): ``policy``, the policy being improved, or a bot spec
+    that may teach a training stage (``training.league.check_teacher``: no held-out bot, no time
+    limit), checked for ``config``'s table (default classic). A bot makes each label the value of
+    the action followed by that bot's play (``simple``: as in the search bot's rollouts), with no
+    network in the rollouts."""
+    if spec == "policy":
+        return
+    from .league import check_teacher
+
+    check_teacher(spec, "rollout player", config or make_config("classic"))
+
+
+def rollout_bot(spec: str, seed: int, config):
+    """The learner's player in a rollout of ``rollout_player`` ``spec`` (not ``policy``): ``None`` for
+    ``simple``, which plays from the rollout's own tie-break generator as the other seats do, else
+    the bot seeded with the rollout's tie seed (the same for every action of a decision)."""
+    if spec == "simple":
+        return None
+    from okgin_env.evaluate import make_policy
+
+    return make_policy(spec, seed, config)
+
+
+def finish_round(state, scores, learner: int, rng: random.Random, learner_bot, target: int) -> None:
+    """Play ``state`` to the end of its round: ``simple`` with tie-breaks from ``rng`` in every seat but
+    the learner's, which ``learner_bot`` plays from its observation (``None``: ``simple`` too)."""
+    while not state.is_over:
+        if learner_bot is None or state.current != learner:
+            state.apply_unchecked(simple_action_for_state(state, rng))
+            continue
+        legal = state.legal_actions()
+        if len(legal) == 1:
+            state.apply_unchecked(legal[0])
+            continue
+        observation = {"observation": encode(state, scores, target, learner), "action_mask": state.legal_mask()}
+        state.apply_unchecked(learner_bot.act(observation))
 
 
 def unpack_job(job: tuple) -> LabelJob:
@@ -98,8 +134,8 @@ def unpack_job(job: tuple) -> LabelJob:
     reward, depth, top, rollout = options["reward"], options["depth"], options["top"], options["rollout"]
     if reward not in LABEL_REWARDS:
         raise ValueError(f"label reward {reward!r}; allowed: {', '.join(LABEL_REWARDS)}")
-    if rollout not in ROLLOUT_PLAYERS:
-        raise ValueError(f"rollout player {rollout!r}; allowed: {', '.join(ROLLOUT_PLAYERS)}")
+    if not isinstance(rollout, str):
+        raise ValueError(f"rollout player {rollout!r}; allowed: policy or a bot spec such as simple")
     if depth and rollout != "policy":
         raise ValueError("a rollout depth stops at the policy's K-th choice and needs the rollout player "
                          f"'policy', not {rollout!r}")
@@ -171,16 +207,15 @@ class _Rollout:
     """One action of one labelled decision, played out to the end of its round (or to the learner's
     ``depth``-th choice, ``choices`` counting those reached)."""
 
-    __slots__ = ("state", "rng", "scores", "row", "column", "choices")
+    __slots__ = ("state", "seed", "rng", "scores", "row", "column", "choices")
 
     def __init__(self, state, seed: int, scores, row: int, column: int):
         self.state, self.rng, self.scores, self.row, self.column = state, random.Random(seed), scores, row, column
-        self.choices = 0
+        self.seed, self.choices = seed, 0
 
 
 def _advance(rollout: _Rollout, learner: int) -> bool:
-    """Play ``simple`` and forced moves until the learner has a choice (True) or the round ends.
-    (``learner`` -1: ``simple`` plays every seat, so the round ends.)"""
+    """Play ``simple`` and forced moves until the learner has a choice (True) or the round ends."""
     state = rollout.state
     while not state.is_over:
         if state.current != learner:
@@ -218,12 +253,13 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
     """Play every rollout to the end of its round; write the learner's round points (``label_value``)
     into ``q[row, column]``. ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice
     stops there, and its label is the value head's estimate of the round's points from the
-    learner's observation (times ``scale``, see ``value_scale``). ``rollout_player`` ``"simple"``:
-    ``simple`` plays the learner's seat too (no forward passes)."""
+    learner's observation (times ``scale``, see ``value_scale``). A ``rollout_player`` other than
+    ``"policy"`` plays the learner's seat instead of the network (``finish_round``, no forward passes)."""
     num_players, target = config.num_players, config.target_score
-    if rollout_player == "simple":
+    if rollout_player != "policy":
         for rollout in rollouts:
-            _advance(rollout, -1)  # no seat is the network's: plays the round out
+            bot = rollout_bot(rollout_player, rollout.seed, config)
+            finish_round(rollout.state, rollout.scores, learner, rollout.rng, bot, target)
             q[rollout.row, rollout.column] = label_value(rollout.state.outcome, learner, reward)
         return
     for begin in range(0, len(rollouts), rollout_batch):
@@ -302,6 +338,7 @@ def label_decisions_batched(job: tuple, rollout_batch: int = DEFAULT_ROLLOUT_BAT
     scale = value_scale(checkpoint) if job.depth else 0.0
     torch.set_num_threads(1)
     config = labelling_config(checkpoint, job.rules)
+    check_rollout_player(job.rollout, config)
     policy = load_policy(checkpoint, rules=config)
     rng = random.Random(job.seed)
     opponent = SimpleBot()
