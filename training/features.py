@@ -83,5 +83,6 @@ __all__ = [
     "action_features",
     "context_features",
     "decision_features",
+    "decision_features_batch",
     "privileged_features",
 ]

@@ -46,10 +46,10 @@ import random
 from ..observation import ObservationView
 from ..rules.actions import DISCARD_BASE
 from ..rules.cards import NUM_RANKS
-from ..rules.config import RulesConfig
+from ..rules.config import RulesConfig, check_seed
 from ..rules.melds import in_some_meld
 from .reading import UnseenCardsPlayer, best_scored, draw_outlook, least_deadwood_after_take, least_deadwood_knock
-from .settings import COMMON_SETTINGS, check_rules, check_seed, unknown_settings_error
+from .settings import COMMON_SETTINGS, check_rules, unknown_settings_error
 
 #: Aggressor: points of mean deadwood that a certain knock after the next draw is worth (the
 #: chance to knock comes first: one more card of ~30 unseen that would let it knock outweighs

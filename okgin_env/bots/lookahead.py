@@ -34,11 +34,11 @@ from typing import Any
 
 from ..observation import ObservationView
 from ..rules.actions import DISCARD_BASE
-from ..rules.config import RulesConfig
+from ..rules.config import RulesConfig, check_seed
 from ..rules.melds import deadwood_of_mask
 from .reading import UnseenCardsPlayer, best_scored, draw_outlook, least_deadwood_after_take, least_deadwood_knock
 from .settings import (
-    COMMON_SETTINGS, LOOKAHEAD_SETTING_NAMES, LookaheadSettings, check_rules, check_seed, unknown_settings_error,
+    COMMON_SETTINGS, LOOKAHEAD_SETTING_NAMES, LookaheadSettings, check_rules, unknown_settings_error,
 )
 
 class LookaheadBot(UnseenCardsPlayer):

@@ -13,8 +13,8 @@ import random
 
 import numpy as np
 
-from ..rules.config import RulesConfig
-from .settings import COMMON_SETTINGS, check_rules, check_seed, unknown_settings_error
+from ..rules.config import RulesConfig, check_seed
+from .settings import COMMON_SETTINGS, check_rules, unknown_settings_error
 
 
 def random_legal_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -57,7 +57,7 @@ import numpy as np
 from ..observation import ObservationView, view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from ..rules.cards import FULL_DECK_MASK, NUM_CARDS, NUM_RANKS, from_mask, to_mask
-from ..rules.config import OPTION_NAMES, RulesConfig, make_config
+from ..rules.config import OPTION_NAMES, RulesConfig, check_seed, make_config
 from ..rules.infoset import InfoSet
 from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask, in_some_meld
 from ..rules.round import STOCK_LEFT_AT_WALL, Phase, RoundState
@@ -66,7 +66,6 @@ from .settings import (
     SEARCH_SETTING_NAMES,
     SearchSettings,
     check_rules,
-    check_seed,
     unknown_settings_error,
 )
 from .simple import simple_action_for_state

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rules.config import PRESETS, RulesConfig, check_seed
+from ..rules.config import PRESETS, RulesConfig
 
 COMMON_SETTINGS = "seed (a non-negative int or None), rules (a preset name or a RulesConfig)"
 

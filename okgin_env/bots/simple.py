@@ -23,10 +23,10 @@ import random
 from ..observation import view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from ..rules.cards import to_mask
-from ..rules.config import RulesConfig
+from ..rules.config import RulesConfig, check_seed
 from ..rules.melds import deadwood_after_discards, in_some_meld
 from ..rules.round import Phase, RoundState
-from .settings import COMMON_SETTINGS, check_rules, check_seed, unknown_settings_error
+from .settings import COMMON_SETTINGS, check_rules, unknown_settings_error
 
 
 def least_deadwood_discards(hand: int, candidates: list[int] | int) -> tuple[int, list[int]]:
