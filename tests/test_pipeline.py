@@ -136,22 +136,38 @@ def test_label_top_reaches_every_improvement_step_and_not_the_ppo_stage(tmp_path
         assert argv[argv.index("--label-top") + 1] == "3"
 
 
-def test_the_penalty_recipe_imitates_lookahead_with_outlook_inputs_and_runs_no_step_by_default(tmp_path):
+def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp_path):
     from training.pipeline import parse_args, stage_commands
 
     for players in ("3", "4"):
         args = parse_args(["--no-progress", "--rules", "penalty", "--num-players", players])
         commands = stage_commands(args, tmp_path)
-        assert list(commands) == ["ppo"]
+        assert list(commands) == ["ppo", "improve1"]
         ppo = commands["ppo"][1]
         assert ppo[ppo.index("--bc-teacher") + 1] == "lookahead" and ppo.count("--outlook-features") == 1
         # Imitation alone: the budget is exactly the imitation updates' decisions.
         assert int(ppo[ppo.index("--total-decisions") + 1]) == int(ppo[ppo.index("--bc-updates") + 1]) * 128 * 64
+        step = commands["improve1"][1]
+        for flag, value in (("--decisions", "100000"), ("--rollout-player", "lookahead"), ("--objective", "policy"),
+                            ("--init-from", str(tmp_path / "ppo" / "best.pt"))):
+            assert step[step.index(flag) + 1] == value, flag
     assert parse_args(["--no-progress"]).steps == "200000,300000"  # classic keeps its steps
+    classic = stage_commands(parse_args(["--no-progress", "--rollout-player", "simple", "--objective", "policy"]), tmp_path)
+    step = classic["improve2"][1]
+    assert step[step.index("--rollout-player") + 1] == "simple" and step[step.index("--objective") + 1] == "policy"
+
+
+@pytest.mark.parametrize("flag, value, why", [("--rollout-player", "aggressor", "held-out"),
+                                              ("--rollout-player", "nonsense", "unknown bot"),
+                                              ("--objective", "imitate", "allowed: regress, policy")])
+def test_bad_step_options_are_refused_before_anything_is_written(tmp_path, flag, value, why, capsys):
+    run_dir = tmp_path / "p"
+    assert cli(["--rules", "penalty", "--num-players", "3", flag, value, "--run-dir", str(run_dir)]) == 2
+    assert why in capsys.readouterr().err and not run_dir.exists()
 
 
 def test_steps_0_runs_ppo_alone_and_ships_its_best_checkpoint(tmp_path):
-    """The penalty recipe (``--steps 0``: the improvement steps do not help at those tables)."""
+    """``--steps 0``: the first stage alone, its best checkpoint shipped."""
     import torch
 
     run_dir = tmp_path / "p"

@@ -31,10 +31,13 @@ PPO for 3M decisions, then improvement steps of 200,000 and 300,000 labelled dec
 table as imitation of the ``lookahead`` bot (``PENALTY_WARM_START``: ``training.train
 --bc-teacher lookahead --bc-updates 60 --outlook-features``, 491,520 decisions, the teacher
 playing the learner's seat against ``PENALTY_POOL`` in the other seats), its final policy
-evaluated on 200 matches; no improvement step by default (``--steps``: they did not help at these
-tables). A larger ``--ppo-decisions`` adds PPO after the imitation (measured: no better, see the
-README's penalty card); ``--steps`` adds improvement steps, which label and evaluate at the
-checkpoint's own table (the learner against ``simple`` in every other seat).
+evaluated on 200 matches; then one improvement step of 100,000 decisions (``PENALTY_STEPS``) whose
+rollouts play ``lookahead`` in the learner's seat (``training.improve --rollout-player lookahead``:
+each action valued by the teacher's continuation, so the step improves on the teacher) and whose
+fit is the all-actions policy step (``--objective policy``; the regression lost at these tables).
+The step labels and evaluates at the checkpoint's own table (the learner against ``simple`` in
+every other seat). A larger ``--ppo-decisions`` adds PPO after the imitation (measured: no better,
+see the README's penalty card).
 """
 
 from __future__ import annotations
@@ -53,7 +56,13 @@ from .cli import parse_dataclass_args
 
 PROG = "python -m training.pipeline"
 DEFAULT_STEPS = "200000,300000"
-STEPS = {"classic": DEFAULT_STEPS, "penalty": "0"}  # per preset, when --steps is not given
+PENALTY_STEPS = "100000"
+STEPS = {"classic": DEFAULT_STEPS, "penalty": PENALTY_STEPS}  # per preset, when --steps is not given
+# The improvement steps' rollout player and fit, per preset (training.improve's own defaults at
+# classic, whose stage arguments stay the shipped recipe's): at the penalty tables the steps value
+# each action by lookahead's continuation and take the conservative all-actions policy step.
+STEP_ROLLOUT_PLAYER = {"classic": "policy", "penalty": "lookahead"}
+STEP_OBJECTIVE = {"classic": "regress", "penalty": "policy"}
 PENALTY_BC_UPDATES = 60  # updates of 128 tables x 64 decisions imitating lookahead
 PPO_DECISIONS = {"classic": 3_000_000, "penalty": PENALTY_BC_UPDATES * 128 * 64}  # per preset, when --ppo-decisions is 0
 PENALTY_POOL = "simple=3,self=1"
@@ -76,7 +85,14 @@ class Args:
                 "the improvement steps follow the checkpoint"})
     steps: str = field(default="", metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number; 0: none); "
-                f"empty: the preset's default (classic {DEFAULT_STEPS}, penalty 0)"})
+                f"empty: the preset's default (classic {DEFAULT_STEPS}, penalty {PENALTY_STEPS})"})
+    rollout_player: str = field(default="", metadata={
+        "help": "who plays the learner's seat in the improvement steps' labelling rollouts (training.improve "
+                "--rollout-player: policy or a bot spec); empty: the preset's default (classic policy, penalty "
+                "lookahead)"})
+    objective: str = field(default="", metadata={
+        "help": "the improvement steps' fit (training.improve --objective regress|policy); empty: the preset's "
+                "default (classic regress, penalty policy)"})
     label_top: int = field(default=0, metadata={
         "help": "the improvement steps label only the policy's K best-scored actions (training.improve --label-top); "
                 "0: every legal action, the shipped recipe"})
@@ -101,6 +117,12 @@ def parse_args(argv: list[str] | None = None) -> Args:
         args = dataclasses.replace(args, **quick)
     if args.ppo_decisions == 0:
         args = dataclasses.replace(args, ppo_decisions=PPO_DECISIONS[args.rules])
+    if not args.rollout_player:
+        args = dataclasses.replace(args, rollout_player=STEP_ROLLOUT_PLAYER[args.rules])
+    if not args.objective:
+        args = dataclasses.replace(args, objective=STEP_OBJECTIVE[args.rules])
+    if args.objective not in ("regress", "policy"):
+        raise ValueError(f"--objective {args.objective!r}; allowed: regress, policy")
     try:
         make_config(args.rules, num_players=args.num_players or None)
     except ValueError as error:
@@ -113,6 +135,10 @@ def parse_args(argv: list[str] | None = None) -> Args:
         raise ValueError(f"--label-top must be 0 (every legal action) or at least 2, got {args.label_top}")
     if args.eval_matches < 0:
         raise ValueError(f"--eval-matches must be at least 0, got {args.eval_matches}")
+    if step_decisions(args.steps):
+        from .labelling import check_rollout_player  # (loads torch: only when a step will label)
+
+        check_rollout_player(args.rollout_player, make_config(args.rules, num_players=args.num_players or None))
     return args
 
 
@@ -159,6 +185,11 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
                    "--eval-matches", str(args.eval_matches)]
         if args.label_top:
             improve += ["--label-top", str(args.label_top)]
+        # (only what differs from training.improve's defaults, so the classic arguments stay the same)
+        if args.rollout_player != "policy":
+            improve += ["--rollout-player", args.rollout_player]
+        if args.objective != "regress":
+            improve += ["--objective", args.objective]
         if args.quick:
             improve += ["--chunk", "20", "--epochs", "1"]
         if args.ray_address:
