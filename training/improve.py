@@ -17,7 +17,10 @@ same future instead:
    luck; what remains is the hidden information, which averages out below.
    (``--rollout-depth K`` stops each rollout at the learner's K-th choice and takes the value
    head's estimate there instead: faster, but measured worse, see the README's model card.
-   ``--label-top K`` labels only the K actions the policy scores highest, with the same labels.)
+   ``--label-top K`` labels only the K actions the policy scores highest, with the same labels.
+   ``--rollout-player SPEC`` lets a bot play the learner's seat in the rollouts instead of the
+   policy: the labels then value each action followed by that bot's play, so the step improves
+   on the bot; with ``lookahead`` and ``--objective policy`` this is the penalty recipe's step.)
 2. **Fitting**, from the starting weights. The hidden cards were drawn from their true
    distribution given the observation (real play), so what can be learned from the labels is
    ``E[Q | observation]``: the best action *given what the policy can see*, not the one that
