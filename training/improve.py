@@ -70,6 +70,7 @@ from tqdm import tqdm
 
 from okgin_env.bots.simple import SimpleBot, simple_action_for_state
 from okgin_env.observation import encode
+from okgin_env.rules.config import make_config
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
@@ -83,11 +84,11 @@ from .labelling import (
     label_decisions_batched,
     label_value,
     labelled_columns,
-    rollout_bot,
     labelled_flags,
     labelling_config,
     play_learner_matches,
     record_inputs,
+    rollout_bot,
     unpack_job,
     value_scale,
 )
@@ -437,7 +438,9 @@ def main(argv: list[str] | None = None) -> dict:
         raise ValueError(f"--label-top must be 0 (every legal action) or at least 2 (one labelled action leaves "
                          f"nothing to compare), got {args.label_top}")
     if not args.reuse_labels:
-        check_rollout_player(args.rollout_player, labelling_config(args.init_from, start["metadata"]["rules"]))
+        # (the table labelling_config would give, from the start already loaded)
+        check_rollout_player(args.rollout_player, make_config(start["metadata"]["rules"],
+                                                              num_players=start["metadata"]["num_players"]))
     if args.rollout_depth and not args.reuse_labels:
         # own_penalty and a rollout player other than the policy are refused
         unpack_job(("", "", 0, 0, {"reward": args.label_reward, "depth": args.rollout_depth,

@@ -124,7 +124,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     if args.objective not in ("regress", "policy"):
         raise ValueError(f"--objective {args.objective!r}; allowed: regress, policy")
     try:
-        make_config(args.rules, num_players=args.num_players or None)
+        config = make_config(args.rules, num_players=args.num_players or None)
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
     for name in ("ppo_decisions", "workers"):
@@ -138,7 +138,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     if step_decisions(args.steps):
         from .labelling import check_rollout_player  # (loads torch: only when a step will label)
 
-        check_rollout_player(args.rollout_player, make_config(args.rules, num_players=args.num_players or None))
+        check_rollout_player(args.rollout_player, config)
     return args
 
 
