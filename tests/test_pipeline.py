@@ -139,10 +139,10 @@ def test_label_top_reaches_every_improvement_step_and_not_the_ppo_stage(tmp_path
 def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp_path):
     from training.pipeline import parse_args, stage_commands
 
-    for players in ("3", "4"):
+    for players, steps in (("3", 5), ("4", 3)):
         args = parse_args(["--no-progress", "--rules", "penalty", "--num-players", players])
         commands = stage_commands(args, tmp_path)
-        assert list(commands) == ["ppo", "improve1"]
+        assert list(commands) == ["ppo", *(f"improve{k}" for k in range(1, steps + 1))]
         ppo = commands["ppo"][1]
         assert ppo[ppo.index("--bc-teacher") + 1] == "lookahead" and ppo.count("--outlook-features") == 1
         # Imitation alone: the budget is exactly the imitation updates' decisions.
@@ -151,14 +151,34 @@ def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp
         for flag, value in (("--decisions", "100000"), ("--rollout-player", "lookahead"), ("--objective", "policy"),
                             ("--init-from", str(tmp_path / "ppo" / "best.pt"))):
             assert step[step.index(flag) + 1] == value, flag
+        for name, start in ((f"improve{k}", f"improve{k - 1}") for k in range(2, steps + 1)):  # its own rollouts
+            later = commands[name][1]
+            assert "--rollout-player" not in later and later[later.index("--objective") + 1] == "policy"
+            assert later[later.index("--init-from") + 1] == str(tmp_path / start / "fitted.pt")
+    one_step = stage_commands(parse_args(["--no-progress", "--rules", "penalty", "--steps", "5000"]), tmp_path)
+    assert list(one_step) == ["ppo", "improve1"] and "lookahead" in one_step["improve1"][1]
     assert parse_args(["--no-progress"]).steps == "200000,300000"  # classic keeps its steps
     classic = stage_commands(parse_args(["--no-progress", "--rollout-player", "simple", "--objective", "policy"]), tmp_path)
     step = classic["improve2"][1]
     assert step[step.index("--rollout-player") + 1] == "simple" and step[step.index("--objective") + 1] == "policy"
 
 
+def test_a_rollout_player_per_step_reaches_its_own_step(tmp_path):
+    from training.pipeline import parse_args, stage_commands
+
+    commands = stage_commands(parse_args(["--no-progress", "--rollout-player", "simple/policy"]), tmp_path)
+    first, second = commands["improve1"][1], commands["improve2"][1]
+    assert first[first.index("--rollout-player") + 1] == "simple"
+    assert "--rollout-player" not in second  # policy: training.improve's default
+    settings = stage_commands(parse_args(["--no-progress", "--rollout-player", "lookahead/search:rollouts=8,max_discards=3"]),
+                              tmp_path)["improve2"][1]
+    assert settings[settings.index("--rollout-player") + 1] == "search:rollouts=8,max_discards=3"
+
+
 @pytest.mark.parametrize("flag, value, why", [("--rollout-player", "aggressor", "held-out"),
                                               ("--rollout-player", "nonsense", "unknown bot"),
+                                              ("--rollout-player", "simple/policy", "one per step"),
+                                              ("--rollout-player", "simple/aggressor/policy/policy/policy", "held-out"),
                                               ("--objective", "imitate", "allowed: regress, policy")])
 def test_bad_step_options_are_refused_before_anything_is_written(tmp_path, flag, value, why, capsys):
     run_dir = tmp_path / "p"

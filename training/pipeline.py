@@ -31,11 +31,13 @@ PPO for 3M decisions, then improvement steps of 200,000 and 300,000 labelled dec
 table as imitation of the ``lookahead`` bot (``PENALTY_WARM_START``: ``training.train
 --bc-teacher lookahead --bc-updates 60 --outlook-features``, 491,520 decisions, the teacher
 playing the learner's seat against ``PENALTY_POOL`` in the other seats), its final policy
-evaluated on 200 matches; then one improvement step of 100,000 decisions (``PENALTY_STEPS``) whose
-rollouts play ``lookahead`` in the learner's seat (``training.improve --rollout-player lookahead``:
-each action valued by the teacher's continuation, so the step improves on the teacher) and whose
-fit is the all-actions policy step (``--objective policy``; the regression lost at these tables).
-The step labels and evaluates at the checkpoint's own table (the learner against ``simple`` in
+evaluated on 200 matches; then improvement steps of 100,000 decisions each (``PENALTY_STEPS``: five
+at 2 or 3 players, three at 4, as made the shipped files). The first step's rollouts play ``lookahead`` in the learner's seat (``training.improve
+--rollout-player lookahead``: each action valued by the teacher's continuation, so the step
+improves on the teacher); the later steps' rollouts play the policy itself, which by then plays
+better than its teacher. Every step's fit is the all-actions policy step (``--objective policy``;
+the regression lost at these tables).
+Each step labels and evaluates at the checkpoint's own table (the learner against ``simple`` in
 every other seat). A larger ``--ppo-decisions`` adds PPO after the imitation (measured: no better,
 see the README's penalty card).
 """
@@ -56,12 +58,22 @@ from .cli import parse_dataclass_args
 
 PROG = "python -m training.pipeline"
 DEFAULT_STEPS = "200000,300000"
-PENALTY_STEPS = "100000"
-STEPS = {"classic": DEFAULT_STEPS, "penalty": PENALTY_STEPS}  # per preset, when --steps is not given
+# The penalty recipe per player count (what made the shipped files; 2 players as 3): each further
+# step of the policy's own rollouts was kept while it still won more on the selection deals.
+PENALTY_STEPS = {2: ",".join(["100000"] * 5), 3: ",".join(["100000"] * 5), 4: ",".join(["100000"] * 3)}
+
+
+def default_steps(rules: str, num_players: int) -> str:
+    """``--steps`` when it is not given: the preset's recipe (the penalty one per player count)."""
+    return PENALTY_STEPS[num_players] if rules == "penalty" else DEFAULT_STEPS
+
+
 # The improvement steps' rollout player and fit, per preset (training.improve's own defaults at
-# classic, whose stage arguments stay the shipped recipe's): at the penalty tables the steps value
-# each action by lookahead's continuation and take the conservative all-actions policy step.
-STEP_ROLLOUT_PLAYER = {"classic": "policy", "penalty": "lookahead"}
+# classic, whose stage arguments stay the shipped recipe's): at the penalty tables the first step
+# values each action by lookahead's continuation (improving on the teacher the imitation copied),
+# the later ones by the policy's own (once it plays better than its teacher), and every step takes
+# the conservative all-actions policy step.
+STEP_ROLLOUT_PLAYER = {"classic": ("policy", "policy"), "penalty": ("lookahead", "policy")}  # (first step, later ones)
 STEP_OBJECTIVE = {"classic": "regress", "penalty": "policy"}
 PENALTY_BC_UPDATES = 60  # updates of 128 tables x 64 decisions imitating lookahead
 PPO_DECISIONS = {"classic": 3_000_000, "penalty": PENALTY_BC_UPDATES * 128 * 64}  # per preset, when --ppo-decisions is 0
@@ -85,11 +97,13 @@ class Args:
                 "the improvement steps follow the checkpoint"})
     steps: str = field(default="", metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number; 0: none); "
-                f"empty: the preset's default (classic {DEFAULT_STEPS}, penalty {PENALTY_STEPS})"})
+                f"empty: the preset's default (classic {DEFAULT_STEPS}; penalty 100000 five times at 2 or 3 players, "
+                "three times at 4)"})
     rollout_player: str = field(default="", metadata={
         "help": "who plays the learner's seat in the improvement steps' labelling rollouts (training.improve "
-                "--rollout-player: policy or a bot spec); empty: the preset's default (classic policy, penalty "
-                "lookahead)"})
+                "--rollout-player: policy or a bot spec), one for every step or one per step separated by '/' "
+                "(e.g. lookahead/policy); empty: the preset's default (classic policy; penalty lookahead for the "
+                "first step, policy for the later ones)"})
     objective: str = field(default="", metadata={
         "help": "the improvement steps' fit (training.improve --objective regress|policy); empty: the preset's "
                 "default (classic regress, penalty policy)"})
@@ -110,23 +124,25 @@ QUICK = {"ppo_decisions": 2_048, "steps": "40,40", "eval_matches": 0}
 
 def parse_args(argv: list[str] | None = None) -> Args:
     args = parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
+    try:
+        config = make_config(args.rules, num_players=args.num_players or None)
+    except ValueError as error:
+        raise ValueError(f"--num-players {args.num_players}: {error}") from None
     if not args.steps:
-        args = dataclasses.replace(args, steps=STEPS[args.rules])
+        args = dataclasses.replace(args, steps=default_steps(args.rules, config.num_players))
     if args.quick:  # (tiny budgets; PPO alone stays PPO alone)
         quick = {k: v for k, v in QUICK.items() if not (k == "steps" and not step_decisions(args.steps))}
         args = dataclasses.replace(args, **quick)
     if args.ppo_decisions == 0:
         args = dataclasses.replace(args, ppo_decisions=PPO_DECISIONS[args.rules])
     if not args.rollout_player:
-        args = dataclasses.replace(args, rollout_player=STEP_ROLLOUT_PLAYER[args.rules])
+        first, later = STEP_ROLLOUT_PLAYER[args.rules]
+        later_steps = max(len(step_decisions(args.steps)) - 1, 0)
+        args = dataclasses.replace(args, rollout_player="/".join([first] + [later] * later_steps))
     if not args.objective:
         args = dataclasses.replace(args, objective=STEP_OBJECTIVE[args.rules])
     if args.objective not in ("regress", "policy"):
         raise ValueError(f"--objective {args.objective!r}; allowed: regress, policy")
-    try:
-        config = make_config(args.rules, num_players=args.num_players or None)
-    except ValueError as error:
-        raise ValueError(f"--num-players {args.num_players}: {error}") from None
     for name in ("ppo_decisions", "workers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
@@ -138,7 +154,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
     if step_decisions(args.steps):
         from .labelling import check_rollout_player  # (loads torch: only when a step will label)
 
-        check_rollout_player(args.rollout_player, config)
+        for spec in step_rollout_players(args):
+            check_rollout_player(spec, config)
     return args
 
 
@@ -160,6 +177,19 @@ def step_decisions(text: str) -> list[int]:
     return steps
 
 
+def step_rollout_players(args: Args) -> list[str]:
+    """Each improvement step's rollout player: ``--rollout-player``'s one spec for every step, or
+    its ``/``-separated specs one per step (bot specs use commas, never slashes)."""
+    steps = step_decisions(args.steps)
+    players = [part.strip() for part in args.rollout_player.split("/")]
+    if len(players) == 1:
+        return players * len(steps)
+    if len(players) != len(steps) or not all(players):
+        raise ValueError(f"--rollout-player {args.rollout_player!r}: give one rollout player for every step, or one "
+                         f"per step separated by '/' ({len(steps)} steps: --steps {args.steps})")
+    return players
+
+
 def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
     """Each stage's module and argument list (what ``pipeline.json`` records)."""
     flags = [] if args.progress else ["--no-progress"]
@@ -177,6 +207,7 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
                 "--eval-matches", "4"]
     commands = {"ppo": ("training.train", ppo + flags)}
     start = root / "ppo" / "best.pt"
+    players = step_rollout_players(args)
     for step, decisions in enumerate(step_decisions(args.steps), 1):
         seed = args.seed + 9 + step
         run_dir = root / f"improve{step}"
@@ -186,8 +217,8 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
         if args.label_top:
             improve += ["--label-top", str(args.label_top)]
         # (only what differs from training.improve's defaults, so the classic arguments stay the same)
-        if args.rollout_player != "policy":
-            improve += ["--rollout-player", args.rollout_player]
+        if players[step - 1] != "policy":
+            improve += ["--rollout-player", players[step - 1]]
         if args.objective != "regress":
             improve += ["--objective", args.objective]
         if args.quick:
