@@ -31,14 +31,15 @@ PPO for 3M decisions, then improvement steps of 200,000 and 300,000 labelled dec
 table as imitation of the ``lookahead`` bot (``PENALTY_WARM_START``: ``training.train
 --bc-teacher lookahead --bc-updates 60 --outlook-features``, 491,520 decisions, the teacher
 playing the learner's seat against ``PENALTY_POOL`` in the other seats), its final policy
-evaluated on 200 matches; then improvement steps of 100,000 decisions each (``PENALTY_STEPS``: five
-at 2 or 3 players, three at 4, as made the shipped files). The first step's rollouts play ``lookahead`` in the learner's seat (``training.improve
---rollout-player lookahead``: each action valued by the teacher's continuation, so the step
-improves on the teacher); the later steps' rollouts play the policy itself, which by then plays
-better than its teacher. Every step's fit is the all-actions policy step (``--objective policy``;
-the regression lost at these tables).
-Each step labels and evaluates at the checkpoint's own table (the learner against ``simple`` in
-every other seat). A larger ``--ppo-decisions`` adds PPO after the imitation (measured: no better,
+evaluated on 200 matches; then improvement steps of ``PENALTY_STEP_DECISIONS`` (100,000)
+decisions each, ``PENALTY_STEP_COUNT`` of them (five at 2 or 3 players, three at 4, as made the
+shipped files). The first step's rollouts play ``lookahead`` in the learner's seat
+(``training.improve --rollout-player lookahead``: each action valued by the teacher's
+continuation, so the step improves on the teacher); the later steps' rollouts play the policy
+itself, which by then plays better than its teacher. Every step's fit is the all-actions policy
+step (``--objective policy``; the regression lost at these tables). Each step labels and
+evaluates at the checkpoint's own table (the learner against ``simple`` in every other seat). A
+larger ``--ppo-decisions`` adds PPO after the imitation (measured: no better,
 see the README's penalty card).
 """
 
@@ -60,12 +61,15 @@ PROG = "python -m training.pipeline"
 DEFAULT_STEPS = "200000,300000"
 # The penalty recipe per player count (what made the shipped files; 2 players as 3): each further
 # step of the policy's own rollouts was kept while it still won more on the selection deals.
-PENALTY_STEPS = {2: ",".join(["100000"] * 5), 3: ",".join(["100000"] * 5), 4: ",".join(["100000"] * 3)}
+PENALTY_STEP_DECISIONS = 100_000
+PENALTY_STEP_COUNT = {2: 5, 3: 5, 4: 3}
 
 
 def default_steps(rules: str, num_players: int) -> str:
     """``--steps`` when it is not given: the preset's recipe (the penalty one per player count)."""
-    return PENALTY_STEPS[num_players] if rules == "penalty" else DEFAULT_STEPS
+    if rules != "penalty":
+        return DEFAULT_STEPS
+    return ",".join([str(PENALTY_STEP_DECISIONS)] * PENALTY_STEP_COUNT[num_players])
 
 
 # The improvement steps' rollout player and fit, per preset (training.improve's own defaults at
