@@ -10,7 +10,9 @@ import pytest
 pytest.importorskip("torch")
 
 from training.improve import label_decisions  # noqa: E402
-from training.labelling import LABEL_KEYS, label_decisions_batched  # noqa: E402
+from training.labelling import LABEL_KEYS, OUTCOME_KEYS, label_decisions_batched  # noqa: E402
+
+JOB_KEYS = (*LABEL_KEYS, *OUTCOME_KEYS)  # everything a job writes
 
 CLASSIC = "checkpoints/okgin_classic.pt"
 
@@ -27,8 +29,8 @@ def test_batched_labels_are_identical_to_the_single_rollout_labels(checkpoint, r
     job = (checkpoint, rules, seed, 12)
     single = label_decisions(job)
     batched = label_decisions_batched(job, rollout_batch=rollout_batch)
-    assert sorted(batched) == sorted(LABEL_KEYS) == sorted(single)
-    for key in LABEL_KEYS:
+    assert sorted(batched) == sorted(JOB_KEYS) == sorted(single)
+    for key in JOB_KEYS:
         assert batched[key].dtype == single[key].dtype and batched[key].shape == single[key].shape, key
         np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
     # The labels are real round points of real rollouts: they vary across a decision's actions.
@@ -69,7 +71,7 @@ def test_improve_resumes_labelling_from_the_chunks_written_before(tmp_path):
     assert chunks == ["labels_0000.npz", "labels_0001.npz", "labels_0002.npz"]
     for name in chunks:  # batched and single labelling wrote the same labels
         with np.load(first / name) as a, np.load(second / name) as b:
-            for key in LABEL_KEYS:
+            for key in JOB_KEYS:
                 np.testing.assert_array_equal(a[key], b[key])
     # An interrupted run: one chunk missing and one kept but stale-looking by time stamp only.
     kept = (first / "labels_0000.npz").stat().st_mtime_ns
@@ -108,7 +110,7 @@ def test_a_job_may_carry_the_checkpoint_bytes_instead_of_its_path():
     data = Path(CLASSIC).read_bytes()
     by_path = label_decisions_batched((CLASSIC, "classic", 5, 4))
     for labels in (label_decisions_batched((data, "classic", 5, 4)), label_decisions((data, "classic", 5, 4))):
-        for key in LABEL_KEYS:
+        for key in JOB_KEYS:
             np.testing.assert_array_equal(labels[key], by_path[key])
 
 
@@ -129,7 +131,7 @@ PPO = "checkpoints/okgin_classic_ppo.pt"
 def test_truncated_labels_agree_between_the_batched_and_single_paths(depth):
     job = (PPO, "classic", 7, 12, {"depth": depth})
     single, batched = label_decisions(job), label_decisions_batched(job)
-    for key in LABEL_KEYS:
+    for key in JOB_KEYS:
         if key == "q":
             # The value head's outputs from a batched matrix product may differ in the last bits.
             np.testing.assert_allclose(batched[key], single[key], rtol=0, atol=1e-4)
@@ -148,7 +150,7 @@ def test_a_depth_no_round_reaches_gives_the_whole_round_labels():
     """The truncation only fires at the learner's depth-th choice: past any round's end, nothing changes."""
     deep = label_decisions_batched((PPO, "classic", 7, 12, {"depth": 1000}))
     full = label_decisions_batched((PPO, "classic", 7, 12))
-    for key in LABEL_KEYS:
+    for key in JOB_KEYS:
         np.testing.assert_array_equal(deep[key], full[key], err_msg=key)
 
 
@@ -253,7 +255,7 @@ def test_top_labels_are_the_whole_labels_of_the_policys_best_scored_actions(chec
 
     job = (checkpoint, rules, 5, 16, {"top": top})
     single, batched = label_decisions(job), label_decisions_batched(job)
-    assert sorted(single) == sorted(batched) == sorted((*LABEL_KEYS, "labelled"))
+    assert sorted(single) == sorted(batched) == sorted((*JOB_KEYS, "labelled"))
     for key in single:
         np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
     full = label_decisions_batched((checkpoint, rules, 5, 16))
@@ -354,9 +356,9 @@ def test_simple_rollout_labels_agree_between_paths_and_with_a_plain_loop(checkpo
     batched = label_decisions_batched(job)
     single = label_decisions(job)
     policy_rollouts = label_decisions_batched(job[:4])
-    for key in LABEL_KEYS:
+    for key in JOB_KEYS:
         np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
-        if key != "q":
+        if key not in ("q", "round_points"):  # what the rollouts played
             np.testing.assert_array_equal(batched[key], policy_rollouts[key], err_msg=key)
     assert not np.array_equal(batched["q"], policy_rollouts["q"])
 
@@ -382,7 +384,7 @@ def test_bot_rollout_labels_agree_between_paths_and_with_a_plain_loop(checkpoint
     job = (checkpoint, rules, seed, 6, {"rollout": "lookahead"})
     batched = label_decisions_batched(job)
     single = label_decisions(job)
-    for key in LABEL_KEYS:
+    for key in JOB_KEYS:
         np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
     assert not np.array_equal(batched["q"], label_decisions_batched(job[:4] + ({"rollout": "simple"},))["q"])
 

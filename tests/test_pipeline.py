@@ -175,10 +175,27 @@ def test_a_rollout_player_per_step_reaches_its_own_step(tmp_path):
     assert settings[settings.index("--rollout-player") + 1] == "search:rollouts=8,max_discards=3"
 
 
-@pytest.mark.parametrize("flag, value, why", [("--rollout-player", "aggressor", "held-out"),
+def test_a_fit_target_per_step_reaches_its_own_step(tmp_path):
+    from training.pipeline import parse_args, stage_commands
+
+    commands = stage_commands(parse_args(["--no-progress", "--fit-target", "label/match"]), tmp_path)
+    first, second = commands["improve1"][1], commands["improve2"][1]
+    assert "--fit-target" not in first  # label: training.improve's default
+    assert second[second.index("--fit-target") + 1] == "match"
+    every = stage_commands(parse_args(["--no-progress", "--fit-target", "match"]), tmp_path)
+    assert all(every[f"improve{k}"][1].count("match") == 1 for k in (1, 2))
+    # Every preset's steps fit the labels unless told otherwise (the shipped recipes' arguments).
+    for argv in (["--no-progress"], ["--no-progress", "--rules", "penalty", "--num-players", "4"]):
+        default = stage_commands(parse_args(argv), tmp_path)
+        assert not any("--fit-target" in command for _, command in default.values())
+
+
+@pytest.mark.parametrize("flag, value, why", [("--fit-target", "wins", "not one of label, match"),
+                                              ("--fit-target", "label/match", "one per step"),
+                                              ("--rollout-player", "aggressor", "held-out"),
                                               ("--rollout-player", "nonsense", "unknown bot"),
                                               ("--rollout-player", "simple/policy", "one per step"),
-                                              ("--rollout-player", "simple/aggressor/policy/policy/policy", "held-out"),
+                                              ("--rollout-player", "simple/aggressor" + "/policy" * 3, "held-out"),
                                               ("--objective", "imitate", "allowed: regress, policy")])
 def test_bad_step_options_are_refused_before_anything_is_written(tmp_path, flag, value, why, capsys):
     run_dir = tmp_path / "p"

@@ -436,7 +436,7 @@ def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_poli
 
     job = (str(trained_run / "last.pt"), "classic", 5, 12)
     first, second = label_decisions(job), label_decisions(job)  # the arrays come back (the driver saves them)
-    assert first.keys() == {"obs", "ctx", "feat", "ids", "legal", "q"}
+    assert first.keys() == {"obs", "ctx", "feat", "ids", "legal", "q", "scores", "round_points", "rounds"}
     for key in first:  # same seed, same labels
         assert np.array_equal(first[key], second[key]), key
     legal, q = first["legal"], first["q"]

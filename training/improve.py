@@ -78,6 +78,7 @@ from .policy import build_model, decision_forward, encode_decision, load_checkpo
 from .labelling import (
     LABEL_OPTIONS,
     LABEL_REWARDS,
+    OUTCOME_KEYS,
     check_rollout_player,
     checkpoint_file,
     finish_round,
@@ -86,6 +87,8 @@ from .labelling import (
     labelled_columns,
     labelled_flags,
     labelling_config,
+    learner_first,
+    outcome_arrays,
     play_learner_matches,
     record_inputs,
     rollout_bot,
@@ -152,6 +155,11 @@ class Args:
         "help": "start from --init-from's policy in a network that also reads the next-draw outlook "
                 "(new inputs with zero weights: the same play at first; written to run_dir/start_outlook.pt "
                 "and labelled with), so that the fit can learn to use them"})
+    fit_target: str = field(default="label", metadata={
+        "choices": ("label", "match"),
+        "help": "label: fit the labels as labelled (--label-reward); match: value each labelled action's round "
+                "by the learner's chance to win the match after it, in percent (training.match_odds, fitted "
+                "to the rounds the labelling matches played), so that a point counts more near the match's end"})
     extra_labels: str = field(default="", metadata={
         "help": "comma-separated run directories whose labels are added to the fit (after run_dir's own)"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
@@ -186,9 +194,10 @@ class _Player:
 
 
 def rollout_points(player: _Player, state, scores, learner: int, seed: int, reward: str = "points",
-                   depth: int = 0, scale: float = 0.0, rollout_player: str = "policy") -> float:
+                   depth: int = 0, scale: float = 0.0, rollout_player: str = "policy") -> tuple[float, list | None]:
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
-    the others with tie-breaks from ``seed``; the learner's round points (``label_value``).
+    the others with tie-breaks from ``seed``; the learner's round points (``label_value``), and
+    every seat's, the learner first (None where the rollout stopped early).
     ``depth > 0``: stop at the learner's ``depth``-th choice and return the value head's estimate
     there, times ``scale`` (``training.labelling.value_scale``). A ``rollout_player`` other than
     ``"policy"`` plays the learner's seat instead (``training.labelling.finish_round``)."""
@@ -196,18 +205,18 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
     if rollout_player != "policy":
         bot = rollout_bot(rollout_player, seed, player.config)
         finish_round(state, scores, learner, rng, bot, player.config.target_score)
-        return label_value(state.outcome, learner, reward)
+        return label_value(state.outcome, learner, reward), learner_first(state.outcome.points, learner)
     choices = 0
     while not state.is_over:
         if state.current == learner:
             if depth and len(state.legal_actions()) > 1:
                 choices += 1
                 if choices == depth:
-                    return player.value(state, scores, learner) * scale
+                    return player.value(state, scores, learner) * scale, None
             state.apply_unchecked(player.action(state, scores, learner))
         else:
             state.apply_unchecked(simple_action_for_state(state, rng))
-    return label_value(state.outcome, learner, reward)
+    return label_value(state.outcome, learner, reward), learner_first(state.outcome.points, learner)
 
 
 def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
@@ -229,26 +238,35 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     opponent = SimpleBot()
     opponent.rng = rng  # shared with the continuation seeds (see the docstring)
     records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q", "labelled")}
+    scores_seen, round_points, rounds = [], [], []
+    num_players = player.config.num_players
 
     def label(match, learner: int, observation: dict[str, np.ndarray], encoded: tuple) -> None:
         """Label the learner's decision before it acts: ``Q`` of every legal action (or of the
         policy's ``top`` choices), on the same future."""
         tie_seed = rng.getrandbits(32)
         q = np.zeros(MAX_LEGAL_ACTIONS, dtype=np.float32)
+        points = np.full((MAX_LEGAL_ACTIONS, num_players), -1, dtype=np.int16)
         columns = labelled_columns(player.policy.model, observation["observation"], encoded, job.top)
         for i in columns:
             trial = match.round.clone()
             trial.apply_unchecked(encoded[-1][i])
-            q[i] = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward, job.depth, scale,
-                                  job.rollout)
+            q[i], seats = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward, job.depth,
+                                         scale, job.rollout)
+            if seats is not None:
+                points[i] = seats
         record_inputs(records, observation, encoded)
         records["q"].append(q)
         records["labelled"].append(labelled_flags(columns))
+        scores_seen.append(learner_first(match.scores, learner))
+        round_points.append(points)
 
-    play_learner_matches(player.config, player.policy, opponent, job.seed, job.count, label)
+    play_learner_matches(player.config, player.policy, opponent, job.seed, job.count, label,
+                         on_round=lambda seat, outcome: rounds.append(learner_first(outcome.points, seat)))
     if not job.top:
         del records["labelled"]  # every legal action is labelled
-    return {k: np.stack(v) for k, v in records.items()}
+    return {**{k: np.stack(v) for k, v in records.items()},
+            **outcome_arrays(scores_seen, np.stack(round_points), rounds, num_players)}
 
 
 def chunk_path(run_dir: Path, k: int) -> Path:
@@ -399,6 +417,35 @@ def fit_loss(model, batch: dict[str, torch.Tensor], q_scale: float, objective: s
     return ((scores - targets) ** 2).sum() / compared.sum()
 
 
+def match_labels(parts: list, chunks: list[Path], data: dict[str, torch.Tensor], config,
+                 seed: int) -> tuple[torch.Tensor, dict]:
+    """``--fit-target match``: every labelled action's label replaced by the learner's chance (in
+    percent) to win the match after its rollout's round (``training.match_odds.MatchOdds``, fitted
+    with ``seed`` to the rounds the chunks' matches played). Chunks written before the labelling
+    recorded rounds, or whose rollouts stopped early (a rollout depth), are refused."""
+    from .match_odds import MatchOdds
+
+    for part, path in zip(parts, chunks):
+        missing = [key for key in OUTCOME_KEYS if key not in part.files]
+        if missing:
+            raise ValueError(f"--fit-target match needs the rounds' points, which {path} does not record "
+                             f"({', '.join(missing)} missing: labelled before they were); label again")
+    points = torch.from_numpy(np.concatenate([part["round_points"] for part in parts])).long()
+    scores = torch.from_numpy(np.concatenate([part["scores"] for part in parts])).long()
+    compared = labelled(data)
+    if bool((points[compared] < 0).any()):
+        raise ValueError("--fit-target match needs whole rounds: these labels stopped rollouts early (--rollout-depth)")
+    rounds = np.concatenate([part["rounds"] for part in parts])
+    odds = MatchOdds.fit(config, rounds, seed)
+    after = (scores[:, None, :] + points.clamp(min=0)).numpy()
+    chance = torch.from_numpy(100.0 * odds.win_chance(after)).float()
+    q = torch.where(compared, chance, torch.zeros_like(chance))
+    start = torch.from_numpy(100.0 * odds.win_chance(scores.numpy())).float()
+    spread = (chance - start[:, None])[compared]
+    return q, {"match_odds_rounds": int(len(rounds)), "match_odds_start_mean": float(start.mean()),
+               "match_label_change_mean_abs": float(spread.abs().mean())}
+
+
 def _choices(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """``(B, 1)``: each decision's highest-scored labelled action (every legal one is, unless ``--label-top``)."""
     with torch.no_grad():
@@ -491,7 +538,7 @@ def main(argv: list[str] | None = None) -> dict:
             raise FileNotFoundError(f"--extra-labels {extra}: no labels_*.npz there")
         chunks = [*chunks, *found]
     parts = [np.load(p) for p in chunks]
-    keys = set().union(*(part.files for part in parts))
+    keys = set().union(*(part.files for part in parts)) - set(OUTCOME_KEYS)  # the arrays by decision
 
     def chunk_array(part, key: str) -> np.ndarray:
         # Chunks of a --label-top run carry which slots they labelled; in any other chunk every legal one is.
@@ -499,6 +546,11 @@ def main(argv: list[str] | None = None) -> dict:
 
     data = {k: torch.from_numpy(np.concatenate([chunk_array(p, k) for p in parts])) for k in keys}
     size = data["q"].shape[0]
+    odds_record = {}
+    if args.fit_target == "match":
+        table = make_config(rules, num_players=meta["num_players"])
+        data["q"], odds_record = match_labels(parts, chunks, data, table, args.seed)
+        print("match labels:", json.dumps(odds_record))
     order, held = validation_order([part["q"].shape[0] for part in parts], own_chunks, args.validation_fraction,
                                    args.validation_split)
     validation = {k: v[order[:held]] for k, v in data.items()}
@@ -540,7 +592,8 @@ def main(argv: list[str] | None = None) -> dict:
     save_checkpoint(fitted, model, fitted_meta)
 
     # ---- evaluation: start and fitted on the same mirrored matches
-    summary = {"labelled_decisions": int(size), "validation_split": args.validation_split, "validation_decisions": int(held),
+    summary = {"labelled_decisions": int(size), "fit_target": args.fit_target, **odds_record,
+               "validation_split": args.validation_split, "validation_decisions": int(held),
                "validation_before": {"loss": before[0], "best_action_agreement": before[1]}, "fit": history}
     if args.eval_matches > 0:
         from okgin_env.evaluate import evaluate

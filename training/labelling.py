@@ -48,6 +48,13 @@ from .policy import decision_forward, encode_decision, encode_views, load_checkp
 
 DEFAULT_ROLLOUT_BATCH = 1024
 LABEL_KEYS = ("obs", "ctx", "feat", "ids", "legal", "q")
+#: What a job also records of the rounds, for fits that value a round by the match
+#: (``training.match_odds``): ``scores`` (D, N), the score line at each labelled decision;
+#: ``round_points`` (D, MAX_LEGAL_ACTIONS, N), each labelled action's rollout's round points
+#: (-1 where a rollout was cut short by a rollout depth, or the action was not labelled); and
+#: ``rounds`` (R, N), the points of every round the job's matches played to its end. Every row
+#: lists the learner first, then the other seats in turn order (``learner_first``).
+OUTCOME_KEYS = ("scores", "round_points", "rounds")
 
 
 LABEL_REWARDS = ("points", "own_penalty")  # training.improve --label-reward
@@ -76,6 +83,12 @@ class LabelJob(NamedTuple):
 
 #: What a job's options may set, and the defaults (the labels of jobs written before them).
 LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0, "rollout": "policy"}
+
+
+def learner_first(values, learner: int) -> list:
+    """``values`` by seat, rotated so that ``learner``'s comes first, then the next seats in turn order."""
+    values = list(values)
+    return values[learner:] + values[:learner]
 
 
 def check_rollout_player(spec: str, config=None) -> None:
@@ -248,19 +261,28 @@ def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int,
         rollout.state.apply_unchecked(legal_actions[choice])
 
 
+def _write_label(rollout: _Rollout, learner: int, reward: str, q: np.ndarray, round_points: np.ndarray | None) -> None:
+    outcome = rollout.state.outcome
+    q[rollout.row, rollout.column] = label_value(outcome, learner, reward)
+    if round_points is not None:
+        round_points[rollout.row, rollout.column] = learner_first(outcome.points, learner)
+
+
 def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, rollout_batch: int,
-             reward: str = "points", depth: int = 0, scale: float = 0.0, rollout_player: str = "policy") -> None:
+             reward: str = "points", depth: int = 0, scale: float = 0.0, rollout_player: str = "policy",
+             round_points: np.ndarray | None = None) -> None:
     """Play every rollout to the end of its round; write the learner's round points (``label_value``)
-    into ``q[row, column]``. ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice
-    stops there, and its label is the value head's estimate of the round's points from the
-    learner's observation (times ``scale``, see ``value_scale``). A ``rollout_player`` other than
+    into ``q[row, column]``, and every seat's (``learner_first``) into ``round_points[row, column]``
+    when given. ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice stops there,
+    and its label is the value head's estimate of the round's points from the learner's
+    observation (times ``scale``, see ``value_scale``). A ``rollout_player`` other than
     ``"policy"`` plays the learner's seat instead of the network (``finish_round``, no forward passes)."""
     num_players, target = config.num_players, config.target_score
     if rollout_player != "policy":
         for rollout in rollouts:
             bot = rollout_bot(rollout_player, rollout.seed, config)
             finish_round(rollout.state, rollout.scores, learner, rollout.rng, bot, target)
-            q[rollout.row, rollout.column] = label_value(rollout.state.outcome, learner, reward)
+            _write_label(rollout, learner, reward, q, round_points)
         return
     for begin in range(0, len(rollouts), rollout_batch):
         waiting = rollouts[begin: begin + rollout_batch]
@@ -271,7 +293,7 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
                     rollout.choices += 1
                     (estimated if rollout.choices == depth else pending).append(rollout)
                 else:
-                    q[rollout.row, rollout.column] = label_value(rollout.state.outcome, learner, reward)
+                    _write_label(rollout, learner, reward, q, round_points)
             if estimated:
                 _, values, _ = _forward(model, estimated, learner, num_players, target)
                 for rollout, value in zip(estimated, (values * scale).tolist()):
@@ -289,13 +311,14 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
             waiting = pending
 
 
-def play_learner_matches(config, policy, opponent, seed: int, count: int, on_choice) -> None:
+def play_learner_matches(config, policy, opponent, seed: int, count: int, on_choice, on_round=None) -> None:
     """The matches every labelling job plays, until ``count`` learner decisions have been seen.
 
     ``policy`` plays one seat (seat ``k % num_players`` in match ``k``, dealt from
     ``[seed, k]``), ``opponent`` every other seat, through ``okgin_env.match_loop.play_match``.
     At each of the learner's decisions with a choice, before it acts,
-    ``on_choice(match, learner_seat, observation, encode_decision(...))`` is called.
+    ``on_choice(match, learner_seat, observation, encode_decision(...))`` is called, and at the
+    end of each round ``on_round(learner_seat, outcome)``, if given.
     """
     num_players = config.num_players
     seen = 0
@@ -317,7 +340,8 @@ def play_learner_matches(config, policy, opponent, seed: int, count: int, on_cho
     while seen < count:
         learner = game % num_players
         policies = [policy if s == learner else opponent for s in range(num_players)]
-        play_match(config, policies, np.random.default_rng([seed, game]), on_decision=hook)
+        round_hook = None if on_round is None else (lambda match, outcome, seat=learner: on_round(seat, outcome))
+        play_match(config, policies, np.random.default_rng([seed, game]), on_decision=hook, on_round=round_hook)
         game += 1
 
 
@@ -345,6 +369,8 @@ def label_decisions_batched(job: tuple, rollout_batch: int = DEFAULT_ROLLOUT_BAT
     opponent.rng = rng  # shared with the continuation seeds, as in the unbatched path
     records: dict[str, list] = {k: [] for k in LABEL_KEYS if k != "q"}
     labelled: list[np.ndarray] = []
+    scores_seen: list[list[int]] = []
+    rounds: list[list[int]] = []
     # (learner seat, [rollouts]) per match: a rollout's learner is its match's learner seat.
     rollouts_by_learner: dict[int, list[_Rollout]] = {}
 
@@ -362,11 +388,25 @@ def label_decisions_batched(job: tuple, rollout_batch: int = DEFAULT_ROLLOUT_BAT
             rollouts_by_learner.setdefault(learner, []).append(_Rollout(trial, tie_seed, scores, row, column))
         record_inputs(records, observation, encoded)
         labelled.append(labelled_flags(columns))
+        scores_seen.append(learner_first(scores, learner))
 
-    play_learner_matches(config, policy, opponent, job.seed, job.count, collect)
+    play_learner_matches(config, policy, opponent, job.seed, job.count, collect,
+                         on_round=lambda seat, outcome: rounds.append(learner_first(outcome.points, seat)))
 
-    q = np.zeros((len(records["obs"]), MAX_LEGAL_ACTIONS), dtype=np.float32)
+    decisions = len(records["obs"])
+    q = np.zeros((decisions, MAX_LEGAL_ACTIONS), dtype=np.float32)
+    round_points = np.full((decisions, MAX_LEGAL_ACTIONS, config.num_players), -1, dtype=np.int16)
     for seat, rollouts in rollouts_by_learner.items():
-        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, job.reward, job.depth, scale, job.rollout)
+        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, job.reward, job.depth, scale, job.rollout,
+                 round_points)
     extra = {"labelled": np.stack(labelled)} if job.top else {}
-    return {**{k: np.stack(v) for k, v in records.items()}, "q": q, **extra}
+    return {**{k: np.stack(v) for k, v in records.items()}, "q": q, **extra,
+            **outcome_arrays(scores_seen, round_points, rounds, config.num_players)}
+
+
+def outcome_arrays(scores_seen: list, round_points: np.ndarray, rounds: list,
+                   num_players: int) -> dict[str, np.ndarray]:
+    """The ``OUTCOME_KEYS`` arrays of a job."""
+    return {"scores": np.array(scores_seen, dtype=np.int16).reshape(-1, num_players),
+            "round_points": round_points,
+            "rounds": np.array(rounds, dtype=np.int16).reshape(-1, num_players)}

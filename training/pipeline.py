@@ -79,6 +79,7 @@ def default_steps(rules: str, num_players: int) -> str:
 # the conservative all-actions policy step.
 STEP_ROLLOUT_PLAYER = {"classic": ("policy", "policy"), "penalty": ("lookahead", "policy")}  # (first step, later ones)
 STEP_OBJECTIVE = {"classic": "regress", "penalty": "policy"}
+FIT_TARGETS = ("label", "match")  # training.improve --fit-target
 PENALTY_BC_UPDATES = 60  # updates of 128 tables x 64 decisions imitating lookahead
 PPO_DECISIONS = {"classic": 3_000_000, "penalty": PENALTY_BC_UPDATES * 128 * 64}  # per preset, when --ppo-decisions is 0
 PENALTY_POOL = "simple=3,self=1"
@@ -111,6 +112,9 @@ class Args:
     objective: str = field(default="", metadata={
         "help": "the improvement steps' fit (training.improve --objective regress|policy); empty: the preset's "
                 "default (classic regress, penalty policy)"})
+    fit_target: str = field(default="label", metadata={
+        "help": "what the improvement steps fit (training.improve --fit-target label|match), one for every step or "
+                "one per step separated by '/' (label/match); every shipped step fitted its labels"})
     label_top: int = field(default=0, metadata={
         "help": "the improvement steps label only the policy's K best-scored actions (training.improve --label-top); "
                 "0: every legal action, the shipped recipe"})
@@ -160,6 +164,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
         for spec in step_rollout_players(args):
             check_rollout_player(spec, config)
+        step_fit_targets(args)
     return args
 
 
@@ -184,14 +189,28 @@ def step_decisions(text: str) -> list[int]:
 def step_rollout_players(args: Args) -> list[str]:
     """Each improvement step's rollout player: ``--rollout-player``'s one spec for every step, or
     its ``/``-separated specs one per step (bot specs use commas, never slashes)."""
-    steps = step_decisions(args.steps)
-    players = [part.strip() for part in args.rollout_player.split("/")]
-    if len(players) == 1:
-        return players * len(steps)
-    if len(players) != len(steps) or not all(players):
-        raise ValueError(f"--rollout-player {args.rollout_player!r}: give one rollout player for every step, or one "
-                         f"per step separated by '/' ({len(steps)} steps: --steps {args.steps})")
-    return players
+    return per_step("--rollout-player", args.rollout_player, step_decisions(args.steps))
+
+
+def per_step(option: str, text: str, steps: list[int]) -> list[str]:
+    """One value for every step, or ``/``-separated values one per step (``--rollout-player``,
+    ``--fit-target``); a count that does not match the steps is refused."""
+    values = [part.strip() for part in text.split("/")]
+    if len(values) == 1:
+        return values * len(steps)
+    if len(values) != len(steps) or not all(values):
+        raise ValueError(f"{option} {text!r}: give one value for every step, or one per step separated by '/' "
+                         f"({len(steps)} steps)")
+    return values
+
+
+def step_fit_targets(args: Args) -> list[str]:
+    """Each improvement step's ``training.improve --fit-target``."""
+    targets = per_step("--fit-target", args.fit_target, step_decisions(args.steps))
+    for target in targets:
+        if target not in FIT_TARGETS:
+            raise ValueError(f"--fit-target {args.fit_target!r}: {target!r} is not one of {', '.join(FIT_TARGETS)}")
+    return targets
 
 
 def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
@@ -212,6 +231,7 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
     commands = {"ppo": ("training.train", ppo + flags)}
     start = root / "ppo" / "best.pt"
     players = step_rollout_players(args)
+    fit_targets = step_fit_targets(args)
     for step, decisions in enumerate(step_decisions(args.steps), 1):
         seed = args.seed + 9 + step
         run_dir = root / f"improve{step}"
@@ -225,6 +245,8 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
             improve += ["--rollout-player", players[step - 1]]
         if args.objective != "regress":
             improve += ["--objective", args.objective]
+        if fit_targets[step - 1] != "label":
+            improve += ["--fit-target", fit_targets[step - 1]]
         if args.quick:
             improve += ["--chunk", "20", "--epochs", "1"]
         if args.ray_address:
