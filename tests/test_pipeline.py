@@ -139,7 +139,7 @@ def test_label_top_reaches_every_improvement_step_and_not_the_ppo_stage(tmp_path
 def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp_path):
     from training.pipeline import parse_args, stage_commands
 
-    for players, steps in (("3", 5), ("4", 3)):
+    for players, steps in (("3", 8), ("4", 6)):
         args = parse_args(["--no-progress", "--rules", "penalty", "--num-players", players])
         commands = stage_commands(args, tmp_path)
         assert list(commands) == ["ppo", *(f"improve{k}" for k in range(1, steps + 1))]
@@ -195,7 +195,7 @@ def test_a_fit_target_per_step_reaches_its_own_step(tmp_path):
                                               ("--rollout-player", "aggressor", "held-out"),
                                               ("--rollout-player", "nonsense", "unknown bot"),
                                               ("--rollout-player", "simple/policy", "one per step"),
-                                              ("--rollout-player", "simple/aggressor" + "/policy" * 3, "held-out"),
+                                              ("--rollout-player", "simple/aggressor" + "/policy" * 6, "held-out"),
                                               ("--objective", "imitate", "allowed: regress, policy")])
 def test_bad_step_options_are_refused_before_anything_is_written(tmp_path, flag, value, why, capsys):
     run_dir = tmp_path / "p"

@@ -32,7 +32,7 @@ table as imitation of the ``lookahead`` bot (``PENALTY_WARM_START``: ``training.
 --bc-teacher lookahead --bc-updates 60 --outlook-features``, 491,520 decisions, the teacher
 playing the learner's seat against ``PENALTY_POOL`` in the other seats), its final policy
 evaluated on 200 matches; then improvement steps of ``PENALTY_STEP_DECISIONS`` (100,000)
-decisions each, ``PENALTY_STEP_COUNT`` of them (five at 2 or 3 players, three at 4, as made the
+decisions each, ``PENALTY_STEP_COUNT`` of them (eight at 2 or 3 players, six at 4, as made the
 shipped files). The first step's rollouts play ``lookahead`` in the learner's seat
 (``training.improve --rollout-player lookahead``: each action valued by the teacher's
 continuation, so the step improves on the teacher); the later steps' rollouts play the policy
@@ -62,7 +62,7 @@ DEFAULT_STEPS = "200000,300000"
 # The penalty recipe per player count (what made the shipped files; 2 players as 3): each further
 # step of the policy's own rollouts was kept while it still won more on the selection deals.
 PENALTY_STEP_DECISIONS = 100_000
-PENALTY_STEP_COUNT = {2: 5, 3: 5, 4: 3}
+PENALTY_STEP_COUNT = {2: 8, 3: 8, 4: 6}
 
 
 def default_steps(rules: str, num_players: int) -> str:
@@ -102,8 +102,8 @@ class Args:
                 "the improvement steps follow the checkpoint"})
     steps: str = field(default="", metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number; 0: none); "
-                f"empty: the preset's default (classic {DEFAULT_STEPS}; penalty 100000 five times at 2 or 3 players, "
-                "three times at 4)"})
+                f"empty: the preset's default (classic {DEFAULT_STEPS}; penalty 100000 eight times at 2 or 3 players, "
+                "six times at 4)"})
     rollout_player: str = field(default="", metadata={
         "help": "who plays the learner's seat in the improvement steps' labelling rollouts (training.improve "
                 "--rollout-player: policy or a bot spec), one for every step or one per step separated by '/' "
