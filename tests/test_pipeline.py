@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from training.pipeline import cli  # noqa: E402
+from training.pipeline import PENALTY_STEP_COUNT, cli  # noqa: E402
 from training.pipeline import main as pipeline_main  # noqa: E402
 from training.policy import CheckpointError, load_policy  # noqa: E402
 
@@ -195,7 +195,8 @@ def test_a_fit_target_per_step_reaches_its_own_step(tmp_path):
                                               ("--rollout-player", "aggressor", "held-out"),
                                               ("--rollout-player", "nonsense", "unknown bot"),
                                               ("--rollout-player", "simple/policy", "one per step"),
-                                              ("--rollout-player", "simple/aggressor" + "/policy" * 6, "held-out"),
+                                              ("--rollout-player",
+                                               "simple/aggressor" + "/policy" * (PENALTY_STEP_COUNT[3] - 2), "held-out"),
                                               ("--objective", "imitate", "allowed: regress, policy")])
 def test_bad_step_options_are_refused_before_anything_is_written(tmp_path, flag, value, why, capsys):
     run_dir = tmp_path / "p"

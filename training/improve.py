@@ -95,6 +95,7 @@ from .labelling import (
     unpack_job,
     value_scale,
 )
+from .match_odds import FIT_TARGETS, MatchOdds
 from .workers import require_ray, run_jobs
 
 
@@ -114,7 +115,9 @@ class Args:
                 "policy gradient, small steps from the start); regress: regress scores onto the labels; "
                 "imitate: cross-entropy towards each decision's highest label (a teacher's one-hot choice, "
                 "training.distil)"})
-    q_scale: float = field(default=2.0, metadata={"help": "round points per unit of action score (or of advantage)"})
+    q_scale: float = field(default=2.0, metadata={
+        "help": "round points (with --fit-target match: percentage points of match wins) per unit of action "
+                "score (or of advantage)"})
     epochs: int = field(default=4, metadata={"help": "passes over the labelled decisions"})
     learning_rate: float = field(default=1e-4, metadata={"help": "Adam learning rate"})
     minibatch_size: int = field(default=512, metadata={"help": "decisions per gradient step"})
@@ -156,7 +159,7 @@ class Args:
                 "(new inputs with zero weights: the same play at first; written to run_dir/start_outlook.pt "
                 "and labelled with), so that the fit can learn to use them"})
     fit_target: str = field(default="label", metadata={
-        "choices": ("label", "match"),
+        "choices": FIT_TARGETS,
         "help": "label: fit the labels as labelled (--label-reward); match: value each labelled action's round "
                 "by the learner's chance to win the match after it, in percent (training.match_odds, fitted "
                 "to the rounds the labelling matches played), so that a point counts more near the match's end"})
@@ -251,10 +254,10 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
         for i in columns:
             trial = match.round.clone()
             trial.apply_unchecked(encoded[-1][i])
-            q[i], seats = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward, job.depth,
-                                         scale, job.rollout)
-            if seats is not None:
-                points[i] = seats
+            q[i], seat_points = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward,
+                                               job.depth, scale, job.rollout)
+            if seat_points is not None:
+                points[i] = seat_points
         record_inputs(records, observation, encoded)
         records["q"].append(q)
         records["labelled"].append(labelled_flags(columns))
@@ -423,8 +426,6 @@ def match_labels(parts: list, chunks: list[Path], data: dict[str, torch.Tensor],
     percent) to win the match after its rollout's round (``training.match_odds.MatchOdds``, fitted
     with ``seed`` to the rounds the chunks' matches played). Chunks written before the labelling
     recorded rounds, or whose rollouts stopped early (a rollout depth), are refused."""
-    from .match_odds import MatchOdds
-
     for part, path in zip(parts, chunks):
         missing = [key for key in OUTCOME_KEYS if key not in part.files]
         if missing:
@@ -437,11 +438,12 @@ def match_labels(parts: list, chunks: list[Path], data: dict[str, torch.Tensor],
         raise ValueError("--fit-target match needs whole rounds: these labels stopped rollouts early (--rollout-depth)")
     rounds = np.concatenate([part["rounds"] for part in parts])
     odds = MatchOdds.fit(config, rounds, seed)
-    after = (scores[:, None, :] + points.clamp(min=0)).numpy()
-    chance = torch.from_numpy(100.0 * odds.win_chance(after)).float()
-    q = torch.where(compared, chance, torch.zeros_like(chance))
+    after = (scores[:, None, :] + points)[compared]  # (the labelled slots only: a fraction of D x 24)
+    chance = torch.from_numpy(100.0 * odds.win_chance(after.numpy())).float()
+    q = torch.zeros(compared.shape)
+    q[compared] = chance
     start = torch.from_numpy(100.0 * odds.win_chance(scores.numpy())).float()
-    spread = (chance - start[:, None])[compared]
+    spread = chance - start[:, None].expand(compared.shape)[compared]
     return q, {"match_odds_rounds": int(len(rounds)), "match_odds_start_mean": float(start.mean()),
                "match_label_change_mean_abs": float(spread.abs().mean())}
 
@@ -548,8 +550,8 @@ def main(argv: list[str] | None = None) -> dict:
     size = data["q"].shape[0]
     odds_record = {}
     if args.fit_target == "match":
-        table = make_config(rules, num_players=meta["num_players"])
-        data["q"], odds_record = match_labels(parts, chunks, data, table, args.seed)
+        config = make_config(rules, num_players=meta["num_players"])
+        data["q"], odds_record = match_labels(parts, chunks, data, config, args.seed)
         print("match labels:", json.dumps(odds_record))
     order, held = validation_order([part["q"].shape[0] for part in parts], own_chunks, args.validation_fraction,
                                    args.validation_split)

@@ -13,10 +13,12 @@ independently (a round's points do not depend on the score line: the policy play
 the same way whatever the scores, which is what this model assumes and a match-aware policy
 would change), half of them from the start and half from random score lines, records every
 score line reached with whether the learner went on to win, and fits a small network to those
-outcomes. A score line where the match is over is scored by the
-rules instead (``final_share``): 1 for the learner's win, 0 for a loss, a share for a tie the
-model cannot break. The other players are interchangeable here, so the network reads the
-learner's score and the others' sorted.
+outcomes. A score line where the match is over is scored by the rules instead
+(``final_share``): 1 for the learner's win, 0 for a loss, a share for a tie the model cannot
+break. The network reads the learner's score and the others' sorted, not by seat: the simulated
+rounds keep their seat order (the player after the learner, and so on), so the network's chance
+is the average over which opponent holds which score, an approximation that keeps one network
+for every seat order.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import torch
 
 from okgin_env.rules.config import RulesConfig
 
+FIT_TARGETS = ("label", "match")  # training.improve --fit-target (and training.pipeline's)
 #: Simulated matches per fit, and the longest a simulated match may run (rounds).
 SIMULATED_MATCHES = 100_000
 MAX_SIMULATED_ROUNDS = 100
@@ -83,12 +86,15 @@ class MatchOdds:
             over = live[totals[live].max(axis=1) >= target]
             won[over] = final_share(totals[over], penalty)
             active[over] = False
-        # (matches still running after MAX_SIMULATED_ROUNDS count as lost: none at realistic tables)
-        x = torch.cat([_inputs(lines, target) for _, lines in seen])
-        y = torch.from_numpy(np.concatenate([won[ids] for ids, _ in seen]).astype(np.float32))
-        torch.manual_seed(seed)
-        network = torch.nn.Sequential(torch.nn.Linear(n, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64),
-                                      torch.nn.Tanh(), torch.nn.Linear(64, 1))
+        # A match still running after MAX_SIMULATED_ROUNDS (none at realistic tables) has no
+        # result: its score lines are left out.
+        finished = [(ids[~active[ids]], lines[~active[ids]]) for ids, lines in seen]
+        x = torch.cat([_inputs(lines, target) for _, lines in finished])
+        y = torch.from_numpy(np.concatenate([won[ids] for ids, _ in finished]).astype(np.float32))
+        with torch.random.fork_rng():  # (the caller's torch generator is left as it was)
+            torch.manual_seed(seed)
+            network = torch.nn.Sequential(torch.nn.Linear(n, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64),
+                                          torch.nn.Tanh(), torch.nn.Linear(64, 1))
         optimizer = torch.optim.Adam(network.parameters(), lr=3e-3)
         generator = torch.Generator().manual_seed(seed)
         for step in range(updates):

@@ -79,7 +79,6 @@ def default_steps(rules: str, num_players: int) -> str:
 # the conservative all-actions policy step.
 STEP_ROLLOUT_PLAYER = {"classic": ("policy", "policy"), "penalty": ("lookahead", "policy")}  # (first step, later ones)
 STEP_OBJECTIVE = {"classic": "regress", "penalty": "policy"}
-FIT_TARGETS = ("label", "match")  # training.improve --fit-target
 PENALTY_BC_UPDATES = 60  # updates of 128 tables x 64 decisions imitating lookahead
 PPO_DECISIONS = {"classic": 3_000_000, "penalty": PENALTY_BC_UPDATES * 128 * 64}  # per preset, when --ppo-decisions is 0
 PENALTY_POOL = "simple=3,self=1"
@@ -200,12 +199,14 @@ def per_step(option: str, text: str, steps: list[int]) -> list[str]:
         return values * len(steps)
     if len(values) != len(steps) or not all(values):
         raise ValueError(f"{option} {text!r}: give one value for every step, or one per step separated by '/' "
-                         f"({len(steps)} steps)")
+                         f"({len(steps)} steps: --steps {','.join(map(str, steps))})")
     return values
 
 
 def step_fit_targets(args: Args) -> list[str]:
     """Each improvement step's ``training.improve --fit-target``."""
+    from .match_odds import FIT_TARGETS  # (loads torch: only when a step will fit)
+
     targets = per_step("--fit-target", args.fit_target, step_decisions(args.steps))
     for target in targets:
         if target not in FIT_TARGETS:
