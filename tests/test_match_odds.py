@@ -135,3 +135,36 @@ def test_improve_fits_the_match_target_and_refuses_labels_without_rounds(tmp_pat
     np.savez_compressed(chunk, **old)
     assert cli([*args, "--reuse-labels", "--fit-target", "match"]) == 2
     assert "does not record" in capsys.readouterr().err
+
+
+def test_recorded_score_lines_and_rounds_follow_the_matches_seat_by_seat():
+    """The job's ``scores`` and ``rounds`` against the matches themselves, replayed here with the
+    job's generator: each labelled decision's score line and each finished round's points, with
+    the seats rotated by explicit indices from the seat that was last choosing (not through
+    ``learner_first`` or the job's round hook)."""
+    import random
+
+    from okgin_env.bots.simple import SimpleBot
+    from training.improve import _Player
+    from training.labelling import play_learner_matches
+
+    checkpoint, n, seed, count = "checkpoints/okgin_penalty_3p.pt", 3, 12, 150
+    labels = label_decisions_batched((checkpoint, "penalty", seed, count))
+    player = _Player(checkpoint, "penalty")
+    rng = random.Random(seed)
+    opponent = SimpleBot()
+    opponent.rng = rng
+    lines, rounds, last = [], [], {}
+
+    def on_choice(match, learner, observation, encoded):
+        rng.getrandbits(32)  # the job's tie seed for this decision, drawn at the same moment
+        last["seat"] = learner
+        lines.append([match.scores[(learner + k) % n] for k in range(n)])
+
+    def on_round(_seat, outcome):
+        rounds.append([outcome.points[(last["seat"] + k) % n] for k in range(n)])
+
+    play_learner_matches(player.config, player.policy, opponent, seed, count, on_choice, on_round)
+    np.testing.assert_array_equal(labels["scores"], np.array(lines))
+    np.testing.assert_array_equal(labels["rounds"], np.array(rounds))
+    assert len({tuple(line) for line in lines}) > 3  # the score lines did move
