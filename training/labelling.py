@@ -261,19 +261,18 @@ def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int,
         rollout.state.apply_unchecked(legal_actions[choice])
 
 
-def _write_label(rollout: _Rollout, learner: int, reward: str, q: np.ndarray, round_points: np.ndarray | None) -> None:
+def _write_label(rollout: _Rollout, learner: int, reward: str, q: np.ndarray, round_points: np.ndarray) -> None:
     outcome = rollout.state.outcome
     q[rollout.row, rollout.column] = label_value(outcome, learner, reward)
-    if round_points is not None:
-        round_points[rollout.row, rollout.column] = learner_first(outcome.points, learner)
+    round_points[rollout.row, rollout.column] = learner_first(outcome.points, learner)
 
 
-def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, rollout_batch: int,
-             reward: str = "points", depth: int = 0, scale: float = 0.0, rollout_player: str = "policy",
-             round_points: np.ndarray | None = None) -> None:
+def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, round_points: np.ndarray,
+             rollout_batch: int, reward: str = "points", depth: int = 0, scale: float = 0.0,
+             rollout_player: str = "policy") -> None:
     """Play every rollout to the end of its round; write the learner's round points (``label_value``)
     into ``q[row, column]``, and every seat's (``learner_first``) into ``round_points[row, column]``
-    when given. ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice stops there,
+    (left as they were where a rollout stops early). ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice stops there,
     and its label is the value head's estimate of the round's points from the learner's
     observation (times ``scale``, see ``value_scale``). A ``rollout_player`` other than
     ``"policy"`` plays the learner's seat instead of the network (``finish_round``, no forward passes)."""
@@ -397,8 +396,8 @@ def label_decisions_batched(job: tuple, rollout_batch: int = DEFAULT_ROLLOUT_BAT
     q = np.zeros((decisions, MAX_LEGAL_ACTIONS), dtype=np.float32)
     round_points = np.full((decisions, MAX_LEGAL_ACTIONS, config.num_players), -1, dtype=np.int16)
     for seat, rollouts in rollouts_by_learner.items():
-        roll_out(policy.model, rollouts, seat, config, q, rollout_batch, job.reward, job.depth, scale, job.rollout,
-                 round_points)
+        roll_out(policy.model, rollouts, seat, config, q, round_points, rollout_batch, job.reward, job.depth, scale,
+                 job.rollout)
     extra = {"labelled": np.stack(labelled)} if job.top else {}
     return {**{k: np.stack(v) for k, v in records.items()}, "q": q, **extra,
             **outcome_arrays(scores_seen, round_points, rounds, config.num_players)}

@@ -101,8 +101,8 @@ class Args:
                 "the improvement steps follow the checkpoint"})
     steps: str = field(default="", metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number; 0: none); "
-                f"empty: the preset's default (classic {DEFAULT_STEPS}; penalty 100000 eight times at 2 or 3 players, "
-                "six times at 4)"})
+                f"empty: the preset's default (classic {DEFAULT_STEPS}; penalty {PENALTY_STEP_DECISIONS} "
+                f"{PENALTY_STEP_COUNT[3]} times at 2 or 3 players, {PENALTY_STEP_COUNT[4]} times at 4)"})
     rollout_player: str = field(default="", metadata={
         "help": "who plays the learner's seat in the improvement steps' labelling rollouts (training.improve "
                 "--rollout-player: policy or a bot spec), one for every step or one per step separated by '/' "
@@ -205,9 +205,11 @@ def per_step(option: str, text: str, steps: list[int]) -> list[str]:
 
 def step_fit_targets(args: Args) -> list[str]:
     """Each improvement step's ``training.improve --fit-target``."""
+    targets = per_step("--fit-target", args.fit_target, step_decisions(args.steps))
+    if not targets:
+        return targets
     from .match_odds import FIT_TARGETS  # (loads torch: only when a step will fit)
 
-    targets = per_step("--fit-target", args.fit_target, step_decisions(args.steps))
     for target in targets:
         if target not in FIT_TARGETS:
             raise ValueError(f"--fit-target {args.fit_target!r}: {target!r} is not one of {', '.join(FIT_TARGETS)}")
