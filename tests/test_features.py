@@ -20,7 +20,7 @@ pytest.importorskip("torch")
 import okgin_env.features.facts as features  # noqa: E402 - where the computation lives (training.features re-exports it)
 from okgin_env.bots import make_bot  # noqa: E402
 from okgin_env.match_loop import play_match  # noqa: E402
-from okgin_env.observation import view  # noqa: E402
+from okgin_env.observation import PackedEncoder, encode, view, view_of_state  # noqa: E402
 from okgin_env.rules.actions import DISCARD_BASE, KNOCK_BASE, NUM_ACTIONS  # noqa: E402
 from okgin_env.rules.cards import SUIT_MASK, card_id, parse_cards, to_mask  # noqa: E402
 from okgin_env.rules.config import make_config  # noqa: E402
@@ -34,7 +34,7 @@ from training.features import (  # noqa: E402
     decision_features,
     decision_features_batch,
 )
-from training.policy import encode_batch, encode_decision  # noqa: E402
+from training.policy import encode_batch, encode_decision, encode_states, encode_views  # noqa: E402
 
 def mask_of(cards: str) -> int:
     return to_mask(parse_cards(cards))
@@ -181,3 +181,55 @@ def test_the_batched_features_are_the_one_decision_features_bit_for_bit(table):
         assert np.array_equal(tensors[0][k].numpy(), o["observation"])
         for tensor, part in zip(tensors[1:], one[:4]):
             assert np.array_equal(tensor[k].numpy(), part), k
+
+
+def mixed_states(rules: str, num_players: int, count: int) -> list:
+    """``(round state copy, match scores)`` at every decision of matches of random and simple
+    players, the rounds' last (over) states included."""
+    config = make_config(rules, num_players=num_players)
+    seen: list = []
+    seed = 0
+
+    def record(match, *_):
+        seen.append((match.round.copy(share_rng=False), list(match.scores)))
+        return len(seen) >= count
+
+    while len(seen) < count:
+        rng, _ = seeding.np_random(300 + seed)
+        bots = [make_bot("random" if (seed + s) % 2 else "simple", seed=10 * seed + s) for s in range(num_players)]
+        play_match(config, bots, rng, max_rounds=5, on_decision=record, on_round=lambda match, outcome: record(match))
+        seed += 1
+    return seen
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[f"{r}-{n}p" for r, n in TABLES])
+def test_features_read_from_states_are_those_of_their_views(table):
+    """``facts_of_state`` (every seat, rounds over included) equals the facts of ``view_of_state``,
+    and ``encode_states`` (labelling's rollouts) equals stacking ``encode`` and ``encode_views`` of
+    the views, array for array, with and without the outlook columns; it refuses a seat not to act."""
+    rules, n = table
+    config = make_config(rules, num_players=n)
+    states = mixed_states(rules, n, count=300)
+    assert any(st.is_over for st, _ in states)
+    for st, scores in states:
+        pile = sum(1 << card for card in st.discard_pile)
+        for seat in range(n):
+            expected = features._training_facts(view_of_state(st, scores, config.target_score, seat))
+            got = features.facts_of_state(st, seat, pile)
+            assert all(getattr(got, name) == getattr(expected, name) for name in features._Facts.__slots__ if name != "_after")
+    encoder = PackedEncoder(n, config.target_score)
+    acting = [(st, scores) for st, scores in states if not st.is_over]
+    for seat in range(n):
+        group = [(st, scores) for st, scores in acting if st.current == seat]
+        for outlook in (False, True):
+            tensors, actions = encode_states(encoder, [st for st, _ in group], [sc for _, sc in group], seat, outlook)
+            views = [view_of_state(st, sc, config.target_score, seat) for st, sc in group]
+            width = max(len(v.legal) for v in views)
+            expected, expected_actions = encode_views(views, n, width, outlook)
+            assert actions == expected_actions
+            assert np.array_equal(tensors[0].numpy(), np.stack([encode(st, sc, config.target_score, seat) for st, sc in group]))
+            for got, want in zip(tensors[1:], expected):
+                assert np.array_equal(got.numpy(), want.numpy())
+    other = [(st, scores) for st, scores in acting if st.current != 0][:5]
+    with pytest.raises(ValueError, match="not to act"):
+        encode_states(encoder, [st for st, _ in other], [sc for _, sc in other], 0)

@@ -27,10 +27,12 @@ identical on fixed seeds; ``benchmarks/bench_labelling.py`` measures both paths.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import random
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,12 +41,12 @@ import torch
 
 from okgin_env.bots.simple import SimpleBot, simple_action_for_state
 from okgin_env.match_loop import play_match
-from okgin_env.observation import encode, view_of_state
+from okgin_env.observation import PackedEncoder, encode
 from okgin_env.rules.config import make_config
 from okgin_env.rules.round import Phase
 
 from .features import MAX_LEGAL_ACTIONS
-from .policy import decision_forward, encode_decision, encode_views, load_checkpoint, load_policy
+from .policy import decision_forward, encode_decision, encode_states, load_checkpoint, load_policy
 
 DEFAULT_ROLLOUT_BATCH = 1024
 LABEL_KEYS = ("obs", "ctx", "feat", "ids", "legal", "q")
@@ -241,22 +243,20 @@ def _advance(rollout: _Rollout, learner: int) -> bool:
     return False
 
 
-def _forward(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int):
-    """``(logits, values, legal actions)`` of the learner's decision in every rollout (one forward pass)."""
-    flat = torch.from_numpy(np.stack([encode(r.state, r.scores, target, learner) for r in rollouts]))
-    # The network's other inputs from each state's view (no decoding of the floats just written),
-    # the action rows cut to the widest legal set (padding rows only add -inf logits).
-    views = [view_of_state(r.state, r.scores, target, learner) for r in rollouts]
-    width = max(len(v.legal) for v in views)
-    (context, features, ids, legal), actions = encode_views(views, num_players, width, model.outlook)
+def _forward(model, rollouts: list[_Rollout], learner: int, encoder: PackedEncoder):
+    """``(logits, values, legal actions)`` of the learner's decision in every rollout (one forward
+    pass), its inputs read straight from the round states (the action rows cut to the widest legal
+    set: padding rows only add -inf logits)."""
+    inputs, actions = encode_states(encoder, [r.state for r in rollouts], [r.scores for r in rollouts], learner,
+                                    model.outlook)
     with torch.no_grad():
-        logits, values = model(flat, context, features, ids, legal)
+        logits, values = model(*inputs)
     return logits, values, actions
 
 
-def _act_greedy(model, rollouts: list[_Rollout], learner: int, num_players: int, target: int) -> None:
+def _act_greedy(model, rollouts: list[_Rollout], learner: int, encoder: PackedEncoder) -> None:
     """Apply the network's greedy action in every rollout (one forward pass)."""
-    logits, _, actions = _forward(model, rollouts, learner, num_players, target)
+    logits, _, actions = _forward(model, rollouts, learner, encoder)
     for rollout, choice, legal_actions in zip(rollouts, torch.argmax(logits, dim=-1).tolist(), actions):
         rollout.state.apply_unchecked(legal_actions[choice])
 
@@ -276,13 +276,14 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
     and its label is the value head's estimate of the round's points from the learner's
     observation (times ``scale``, see ``value_scale``). A ``rollout_player`` other than
     ``"policy"`` plays the learner's seat instead of the network (``finish_round``, no forward passes)."""
-    num_players, target = config.num_players, config.target_score
+    target = config.target_score
     if rollout_player != "policy":
         for rollout in rollouts:
             bot = rollout_bot(rollout_player, rollout.seed, config)
             finish_round(rollout.state, rollout.scores, learner, rollout.rng, bot, target)
             _write_label(rollout, learner, reward, q, round_points)
         return
+    encoder = PackedEncoder(config.num_players, target)
     for begin in range(0, len(rollouts), rollout_batch):
         waiting = rollouts[begin: begin + rollout_batch]
         while waiting:
@@ -294,7 +295,7 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
                 else:
                     _write_label(rollout, learner, reward, q, round_points)
             if estimated:
-                _, values, _ = _forward(model, estimated, learner, num_players, target)
+                _, values, _ = _forward(model, estimated, learner, encoder)
                 for rollout, value in zip(estimated, (values * scale).tolist()):
                     q[rollout.row, rollout.column] = value
             if not pending:
@@ -306,7 +307,7 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
                 [r for r in pending if r.state.phase is Phase.DISCARD],
             ):
                 if group:
-                    _act_greedy(model, group, learner, num_players, target)
+                    _act_greedy(model, group, learner, encoder)
             waiting = pending
 
 
@@ -352,8 +353,27 @@ def record_inputs(records: dict[str, list], observation: dict[str, np.ndarray], 
         records[key].append(value)
 
 
+@contextmanager
+def _cyclic_gc_paused():
+    """Pause Python's cyclic garbage collector (reference counting still frees nearly everything):
+    a job keeps tens of thousands of round states alive, and every collection walks them all
+    (about 12% of a classic job's time, measured with ``benchmarks/bench_labelling.py``)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def label_decisions_batched(job: tuple, rollout_batch: int = DEFAULT_ROLLOUT_BATCH) -> dict[str, np.ndarray]:
     """``training.improve.label_decisions`` (same job, same arrays), with batched rollouts."""
+    with _cyclic_gc_paused():
+        return _label_decisions_batched(job, rollout_batch)
+
+
+def _label_decisions_batched(job: tuple, rollout_batch: int) -> dict[str, np.ndarray]:
     job = unpack_job(job)
     if rollout_batch < 1:
         raise ValueError(f"rollout_batch must be at least 1, got {rollout_batch}")

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from okgin_env.observation import OBSERVATION_VERSION, layout_for
+from okgin_env.features import decision_features_of_facts, facts_of_state
+from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
 from okgin_env.observation import view as observation_view
 from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
@@ -260,6 +261,35 @@ def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS, outloo
     contexts, features = decision_features_batch(views, actions, width, outlook)
     ids, legal = _action_slots(actions, width)
     return tuple(torch.from_numpy(x) for x in (contexts, features, ids, legal)), actions
+
+
+def encode_states(encoder: PackedEncoder, states, scores, observer: int, outlook: bool = False):
+    """The network's inputs for seat ``observer``'s decision in each round state of ``states``
+    (the seat to act in every one), read straight from the states: ``((observations, context,
+    action features, action ids, legal flags), each decision's legal actions)``, the action rows cut
+    to the widest legal set. ``scores[k]`` are the match totals by seat of ``states[k]``;
+    ``encoder`` is a ``PackedEncoder`` of the table's player count and target score. Equal, array
+    for array, to stacking ``encode`` and ``encode_views`` of ``view_of_state`` (``tests/test_features.py``);
+    what labelling's rollouts use, skipping the views."""
+    piles = []
+    for st in states:
+        pile = 0
+        for card in st.discard_pile:
+            pile |= 1 << card
+        piles.append(pile)
+    count = len(states)
+    observations = np.zeros((count, encoder.size), dtype=np.float32)
+    masks = np.empty((count, NUM_ACTIONS), dtype=np.int8)
+    acting = encoder.unpack(encoder.pack_acting(states, piles, range(count)),
+                            np.asarray(scores, dtype=np.int64).reshape(count, -1), observations, masks)
+    if np.any(acting != observer):
+        raise ValueError(f"encode_states reads the decisions of the seat to act; seat {observer} is not to act in every state")
+    actions = [list(st.legal_actions()) for st in states]
+    width = max(len(legal) for legal in actions)
+    contexts, features = decision_features_of_facts(
+        [facts_of_state(st, observer, pile) for st, pile in zip(states, piles)], actions, width, outlook)
+    ids, legal = _action_slots(actions, width)
+    return tuple(torch.from_numpy(x) for x in (observations, contexts, features, ids, legal)), actions
 
 
 def encode_batch(observations: np.ndarray, masks: np.ndarray, num_players: int, outlook: bool = False):

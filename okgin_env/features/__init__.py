@@ -42,7 +42,9 @@ legal actions), so they reveal nothing the seat does not know. numpy only. Two u
   (``decision_features``). Frozen: the shipped checkpoints were trained on them bit for bit.
   Networks built with ``outlook=True`` get ``NUM_OUTLOOK_FEATURES`` more columns per action
   (``outlook_features``: the chance to knock and to go gin after the next stock draw, and the
-  mean deadwood it leaves), an opt-in the older checkpoints do not use.
+  mean deadwood it leaves), an opt-in the older checkpoints do not use. Code that holds the
+  round states (labelling's rollouts) reads the facts straight from them (``facts_of_state``,
+  ``decision_features_of_facts``): the same numbers without building the seat's view first.
 
 Both are built on the same definitions, in ``okgin_env.features.facts``: the card relations (a
 card's meld partners, the unseen cards, the opponents' neighbourhoods; each one function that works
@@ -64,6 +66,8 @@ from .facts import (
     context_features,
     decision_features,
     decision_features_batch,
+    decision_features_of_facts,
+    facts_of_state,
     outlook_features,
 )
 from .planes import (
@@ -107,7 +111,9 @@ __all__ = [
     "context_features",
     "decision_features",
     "decision_features_batch",
+    "decision_features_of_facts",
     "decode_features",
+    "facts_of_state",
     "feature_bounds",
     "feature_slices",
     "fill_features",

@@ -15,6 +15,7 @@ computed at most once). They are frozen: the shipped checkpoints were trained on
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from functools import lru_cache
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..rules.melds import (
     deadwood_after_discards,
     deadwood_of_mask,
 )
+from ..rules.round import Phase, RoundState
 
 # ----------------------------------------------------------------------------- card relations
 # Every function here works on a Python int mask and, element by element, on a numpy int64 array of
@@ -160,6 +162,25 @@ def _training_facts(view: ObservationView) -> _Facts:
                   _stored(view.stock_size, STOCK_SCALE))
 
 
+def facts_of_state(round_state: RoundState, observer: int, discard_pile: int) -> _Facts:
+    """``_training_facts(view_of_state(round_state, ..., observer))`` read straight from the state,
+    without building the view (labelling's rollouts hold the states); ``discard_pile`` is the pile
+    as a card mask. Equal field by field (``tests/test_features.py``)."""
+    st = round_state
+    n = st.num_players
+    over = st.phase is Phase.OVER
+    opponents_known = st.hands if over else st.known
+    known = passed = 0
+    for k in range(1, n):
+        seat = (observer + k) % n
+        known |= opponents_known[seat]
+        passed |= st.passed[seat]
+    taken = 1 << st.taken_card if st.taken_card >= 0 and st.current == observer and not over else 0
+    knock_limit = _stored(st.knock_limit, KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
+    return _Facts(st.hands[observer], taken, st.discard_pile[-1] if st.discard_pile else -1, discard_pile, known,
+                  passed, knock_limit, _stored(len(st.stock), STOCK_SCALE))
+
+
 def _card_features(facts: _Facts, card: int, hand_after: int) -> list[float]:
     bit = 1 << card
     partners = _MELD_PARTNERS[card]
@@ -281,7 +302,13 @@ def decision_features_batch(
     (``tests/test_features.py``). Only the solver facts are looked up decision by decision; the
     card arithmetic runs once over every action row of the batch, in float64 as Python's floats
     are and then stored as float32, so the rounding is the same."""
-    facts = [_training_facts(v) for v in views]
+    return decision_features_of_facts([_training_facts(v) for v in views], actions, width, outlook)
+
+
+def decision_features_of_facts(
+    facts: Sequence[_Facts], actions: Sequence[Sequence[int]], width: int = MAX_LEGAL_ACTIONS, outlook: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``decision_features_batch`` from each decision's facts (``facts_of_state``) instead of its view."""
     contexts, rows = _batch_rows(facts, actions, width)
     if outlook:
         wide = np.zeros((*rows.shape[:2], NUM_ACTION_FEATURES + NUM_OUTLOOK_FEATURES), dtype=np.float32)
@@ -297,55 +324,52 @@ def _batch_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]], width
     """The 17 columns of ``decision_features_batch`` from each decision's facts."""
     count = len(facts)
     contexts = np.stack([_context(f) for f in facts]) if count else np.zeros((0, NUM_CONTEXT_FEATURES), np.float32)
-    # One entry per action row: decision, row, kind, card (-1: none), deadwood after, and the hand
-    # the card's partners are counted in.
-    where, slot, kinds, cards, afters, partner_hands = [], [], [], [], [], []
-    for b, (f, legal) in enumerate(zip(facts, actions)):
+    lengths = [len(legal) for legal in actions]
+    for legal in actions:
         if len(legal) > width:
             raise ValueError(f"{len(legal)} actions do not fit in {width} rows")
-        hand = f.hand
-        for j, action in enumerate(legal):
-            where.append(b)
-            slot.append(j)
-            if action == DRAW_STOCK:
-                kinds.append(0)
-                cards.append(-1)
-                afters.append(0)
-                partner_hands.append(0)
-            elif action == TAKE_DISCARD or action == PASS:
-                kinds.append(1 if action == TAKE_DISCARD else 2)
-                top_card = f.top_card
-                cards.append(top_card)
-                afters.append(f.deadwood_after(-1) if top_card >= 0 else 0)
-                partner_hands.append(hand)
-            else:
-                knock = action >= KNOCK_BASE
-                card = action - (KNOCK_BASE if knock else DISCARD_BASE)
-                kinds.append(4 if knock else 3)
-                cards.append(card)
-                afters.append(f.deadwood_after(card))
-                partner_hands.append(hand & ~(1 << card))
+    total = sum(lengths)
     rows = np.zeros((count, width, NUM_ACTION_FEATURES), dtype=np.float32)
-    if not where:
+    if not total:
         return contexts, rows
-    where_array, slot_array = np.array(where), np.array(slot)
-    kind, card = np.array(kinds), np.array(cards)
+    # One entry per action row: its decision and row, the action, and the solver's deadwood after it
+    # (the one fact looked up row by row: each decision's ``_Facts`` computes it once per card).
+    where_array = np.repeat(np.arange(count), lengths)
+    slot_array = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    action = np.fromiter(chain.from_iterable(actions), dtype=np.int64, count=total)
+    afters = []
+    for f, legal in zip(facts, actions):
+        for a in legal:
+            if a >= DISCARD_BASE:
+                afters.append(f.deadwood_after(a - (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE)))
+            elif a == DRAW_STOCK or f.top_card < 0:
+                afters.append(0)
+            else:
+                afters.append(f.deadwood_after(-1))
     after = np.array(afters, dtype=np.float64)
+    # Kinds 0-2 are the draw-phase action ids themselves (draw stock, take discard, pass).
+    kind = np.where(action >= KNOCK_BASE, 4, np.where(action >= DISCARD_BASE, 3, action))
+    top_card = np.array([f.top_card for f in facts], dtype=np.int64)[where_array]
+    card = np.where(action >= KNOCK_BASE, action - KNOCK_BASE,
+                    np.where(action >= DISCARD_BASE, action - DISCARD_BASE, np.where(action == DRAW_STOCK, -1, top_card)))
     per_decision = np.array([(f.hand_deadwood, f.knock_limit, f.stock_fraction) for f in facts], dtype=np.float64)[where_array]
     hand_deadwood, knock_limit, stock = per_decision[:, 0], per_decision[:, 1], per_decision[:, 2]
     masks = np.array([(f.unseen, f.opponent_wants, f.opponent_avoids, f.taken) for f in facts], dtype=np.int64)[where_array]
     unseen, wants, avoids, taken = masks[:, 0], masks[:, 1], masks[:, 2], masks[:, 3]
     has_card = card >= 0  # a draw, or a take / pass with no face-up card, has kind and stock only
     bit = np.where(has_card, np.left_shift(1, np.maximum(card, 0), dtype=np.int64), 0)
+    # The hand a card's partners are counted in: what a throw leaves, the hand for a take or pass.
+    hand = np.array([f.hand for f in facts], dtype=np.int64)[where_array]
+    partner_hands = np.where(kind >= 3, hand & ~bit, hand)
     partners = np.where(has_card, _MELD_PARTNER_ARRAY[np.maximum(card, 0)], 0)
-    out = np.zeros((len(where), NUM_ACTION_FEATURES), dtype=np.float64)
-    out[np.arange(len(where)), kind] = 1.0
+    out = np.zeros((total, NUM_ACTION_FEATURES), dtype=np.float64)
+    out[np.arange(total), kind] = 1.0
     out[:, 5] = after / 50.0
     out[:, 6] = (hand_deadwood - after) / 20.0
     out[:, 7] = after <= knock_limit
     out[:, 8] = _CARD_VALUE_ARRAY[card] / 10.0
     out[:, 9] = _popcount(partners & unseen) / 6.0
-    out[:, 10] = _popcount(partners & np.array(partner_hands, dtype=np.int64)) / 4.0
+    out[:, 10] = _popcount(partners & partner_hands) / 4.0
     out[:, 11] = (wants & bit) != 0
     out[:, 12] = (avoids & bit) != 0
     out[:, 5:13] *= has_card[:, None]
@@ -495,4 +519,6 @@ __all__ = [
     "context_features",
     "decision_features",
     "decision_features_batch",
+    "decision_features_of_facts",
+    "facts_of_state",
 ]
