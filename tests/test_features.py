@@ -209,8 +209,15 @@ def test_features_read_from_states_are_those_of_their_views(table):
     the views, array for array, with and without the outlook columns; it refuses a seat not to act."""
     rules, n = table
     config = make_config(rules, num_players=n)
-    states = mixed_states(rules, n, count=300)
+    states = mixed_states(rules, n, count=700 if n > 2 else 300)
+    # The sample reaches what the facts and the observation read: finished rounds, a card just
+    # taken, match scores that differ by seat (their rotation), and at 3-4 players stock reshuffles
+    # (with 10 cards each the rounds of these players end before the stock runs out).
     assert any(st.is_over for st, _ in states)
+    assert any(st.taken_card >= 0 and not st.is_over for st, _ in states)
+    assert any(len(set(scores)) > 1 for _, scores in states)
+    if n > 2:
+        assert any(st.reshuffles > 0 for st, _ in states)
     for st, scores in states:
         pile = sum(1 << card for card in st.discard_pile)
         for seat in range(n):
@@ -233,3 +240,8 @@ def test_features_read_from_states_are_those_of_their_views(table):
     other = [(st, scores) for st, scores in acting if st.current != 0][:5]
     with pytest.raises(ValueError, match="not to act"):
         encode_states(encoder, [st for st, _ in other], [sc for _, sc in other], 0)
+    over = next(st for st, _ in states if st.is_over)
+    with pytest.raises(ValueError, match="rounds in play"):
+        encode_states(encoder, [over], [[0] * n], over.current)
+    with pytest.raises(ValueError, match="at least one"):
+        encode_states(encoder, [], [], 0)

@@ -137,7 +137,7 @@ def test_checkpoints_from_before_the_option_load_without_it():
 
 @pytest.mark.parametrize("rules, num_players", [("classic", 2), ("penalty", 3)])
 def test_an_outlook_policy_labels_the_same_batched_and_single(tmp_path, rules, num_players):
-    """Labelling encodes with the checkpoint's own inputs: the batched rollouts (encode_views) and
+    """Labelling encodes with the checkpoint's own inputs: the batched rollouts (encode_states) and
     the reference path (encode_decision) give identical labels, and the recorded rows are wide."""
     from okgin_env.observation import layout_for
     from training.improve import label_decisions

@@ -357,7 +357,9 @@ def record_inputs(records: dict[str, list], observation: dict[str, np.ndarray], 
 def _cyclic_gc_paused():
     """Pause Python's cyclic garbage collector (reference counting still frees nearly everything):
     a job keeps tens of thousands of round states alive, and every collection walks them all
-    (about 12% of a classic job's time, measured with ``benchmarks/bench_labelling.py``)."""
+    (about a tenth of a classic job's time, measured on 300-decision jobs). The cyclic garbage
+    left meanwhile is small: a 2,000-decision classic job peaks at 483 MB against 450 MB with the
+    collector running."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -27,6 +27,7 @@ from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
 from okgin_env.observation import view as observation_view
 from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
+from okgin_env.rules.round import Phase
 
 from .features import (
     MAX_LEGAL_ACTIONS,
@@ -271,8 +272,13 @@ def encode_states(encoder: PackedEncoder, states, scores, observer: int, outlook
     ``encoder`` is a ``PackedEncoder`` of the table's player count and target score. Equal, array
     for array, to stacking ``encode`` and ``encode_views`` of ``view_of_state`` (``tests/test_features.py``);
     what labelling's rollouts use, skipping the views."""
+    if not states:
+        raise ValueError("encode_states needs at least one round state")
     piles = []
     for st in states:
+        if st.phase is Phase.OVER or st.num_players != encoder.num_players:
+            raise ValueError(f"encode_states reads decisions of rounds in play at the encoder's {encoder.num_players}-player "
+                             f"table; got a {st.num_players}-player round in phase {st.phase.name}")
         pile = 0
         for card in st.discard_pile:
             pile |= 1 << card
