@@ -26,6 +26,7 @@ from okgin_env.features import decision_features_of_facts, facts_of_state
 from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
 from okgin_env.observation import view as observation_view
 from okgin_env.rules.actions import NUM_ACTIONS
+from okgin_env.rules.cards import to_mask
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 from okgin_env.rules.round import Phase
 
@@ -279,10 +280,7 @@ def encode_states(encoder: PackedEncoder, states, scores, observer: int, outlook
         if st.phase is Phase.OVER or st.num_players != encoder.num_players:
             raise ValueError(f"encode_states reads decisions of rounds in play at the encoder's {encoder.num_players}-player "
                              f"table; got a {st.num_players}-player round in phase {st.phase.name}")
-        pile = 0
-        for card in st.discard_pile:
-            pile |= 1 << card
-        piles.append(pile)
+        piles.append(to_mask(st.discard_pile))
     count = len(states)
     observations = np.zeros((count, encoder.size), dtype=np.float32)
     masks = np.empty((count, NUM_ACTIONS), dtype=np.int8)

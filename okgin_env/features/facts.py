@@ -325,9 +325,9 @@ def _batch_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]], width
     count = len(facts)
     contexts = np.stack([_context(f) for f in facts]) if count else np.zeros((0, NUM_CONTEXT_FEATURES), np.float32)
     lengths = [len(legal) for legal in actions]
-    for legal in actions:
-        if len(legal) > width:
-            raise ValueError(f"{len(legal)} actions do not fit in {width} rows")
+    for length in lengths:
+        if length > width:
+            raise ValueError(f"{length} actions do not fit in {width} rows")
     total = sum(lengths)
     rows = np.zeros((count, width, NUM_ACTION_FEATURES), dtype=np.float32)
     if not total:
