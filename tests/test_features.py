@@ -1,5 +1,5 @@
-"""The network's per-decision inputs (okgin_env/features/facts.py, re-exported by training/features.py;
-training.policy.encode_decision).
+"""The network's per-decision inputs (okgin_env/features/network.py, built on the definitions of
+okgin_env/features/facts.py; re-exported by training/features.py; training.policy.encode_decision).
 
 ``tests/test_golden.py`` pins the shipped policy's logits; these tests pin what the features
 mean, that the one-pass path of training and play (``decision_features``) gives what the two
@@ -17,7 +17,7 @@ from gymnasium.utils import seeding
 
 pytest.importorskip("torch")
 
-import okgin_env.features.facts as features  # noqa: E402 - where the computation lives (training.features re-exports it)
+import okgin_env.features.facts as features  # noqa: E402 - the card relations and the decision facts
 from okgin_env.bots import make_bot  # noqa: E402
 from okgin_env.match_loop import play_match  # noqa: E402
 from okgin_env.observation import PackedEncoder, encode, view, view_of_state  # noqa: E402

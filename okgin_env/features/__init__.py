@@ -50,26 +50,25 @@ Both are built on the same definitions, in ``okgin_env.features.facts``: the car
 card's meld partners, the unseen cards, the opponents' neighbourhoods; each one function that works
 on one mask or on a numpy array of masks) and the solver facts (the deadwood after putting a card
 away, after taking the face-up card). ``okgin_env.features.planes`` builds the env's slices from
-them; the network's inputs are in ``facts``.
+them, ``okgin_env.features.network`` the network's inputs and ``okgin_env.features.outlook`` the
+opt-in next-draw columns.
 """
 
 from __future__ import annotations
 
-from .facts import (
+from .facts import facts_of_state
+from .network import (
     ACTION_KINDS,
     MAX_LEGAL_ACTIONS,
     NUM_ACTION_FEATURES,
     NUM_CONTEXT_FEATURES,
-    NUM_OUTLOOK_FEATURES,
     action_features,
-    best_discard_deadwood_array,
     context_features,
     decision_features,
     decision_features_batch,
     decision_features_of_facts,
-    facts_of_state,
-    outlook_features,
 )
+from .outlook import NUM_OUTLOOK_FEATURES, best_discard_deadwood_array, outlook_features
 from .planes import (
     DEADWOOD_SCALE,
     FEATURE_NUMBERS,
