@@ -15,11 +15,13 @@ from training.policy import CheckpointError, load_policy  # noqa: E402
 
 def test_quick_pipeline_runs_every_stage_and_resumes_the_interrupted_one(tmp_path, capsys):
     run_dir = tmp_path / "pipe"
-    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--no-progress"]
+    # (--carry-labels 1: step 2 also fits step 1's labels, at most one earlier step each)
+    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--carry-labels", "1", "--no-progress"]
     record = pipeline_main(argv)
     assert list(record["stages"]) == ["ppo", "improve1", "improve2"]
     assert all(stage["seconds"] > 0 for stage in record["stages"].values())
-    assert record["stages"]["improve2"]["summary"]["labelled_decisions"] == 40
+    assert record["stages"]["improve1"]["summary"]["labelled_decisions"] == 40
+    assert record["stages"]["improve2"]["summary"]["labelled_decisions"] == 80
     final = run_dir / "final.pt"
     load_policy(final)  # a policy for play and evaluation
     assert final.read_bytes() == (run_dir / "improve2" / "fitted.pt").read_bytes()
@@ -175,6 +177,21 @@ def test_a_rollout_player_per_step_reaches_its_own_step(tmp_path):
     assert settings[settings.index("--rollout-player") + 1] == "search:rollouts=8,max_discards=3"
 
 
+def test_carried_labels_name_the_latest_earlier_steps(tmp_path):
+    from training.pipeline import parse_args, stage_commands
+
+    def extras(argv):
+        commands = stage_commands(parse_args(["--no-progress", "--steps", "10,10,10,10", *argv]), tmp_path)
+        return [command[command.index("--extra-labels") + 1] if "--extra-labels" in command else ""
+                for name, (_, command) in commands.items() if name != "ppo"]
+
+    assert extras([]) == ["", "", "", ""]  # the default: each step fits its own labels
+    assert extras(["--carry-labels", "0/0/0/1"]) == ["", "", "", str(tmp_path / "improve3")]
+    assert extras(["--carry-labels", "2"]) == [
+        "", str(tmp_path / "improve1"), f"{tmp_path / 'improve2'},{tmp_path / 'improve1'}",
+        f"{tmp_path / 'improve3'},{tmp_path / 'improve2'}"]
+
+
 def test_a_fit_target_per_step_reaches_its_own_step(tmp_path):
     from training.pipeline import parse_args, stage_commands
 
@@ -197,7 +214,11 @@ def test_a_fit_target_per_step_reaches_its_own_step(tmp_path):
                                               ("--rollout-player", "simple/policy", "one per step"),
                                               ("--rollout-player",
                                                "simple/aggressor" + "/policy" * (PENALTY_STEP_COUNT[3] - 2), "held-out"),
-                                              ("--objective", "imitate", "allowed: regress, policy")])
+                                              ("--objective", "imitate", "allowed: regress, policy"),
+                                              ("--carry-labels", "1/1" + "/0" * (PENALTY_STEP_COUNT[3] - 2),
+                                               "step 1 can add the labels of 0 to 0 earlier steps, not '1'"),
+                                              ("--carry-labels", "-1", "not '-1'"),
+                                              ("--carry-labels", "0/1", "one per step")])
 def test_bad_step_options_are_refused_before_anything_is_written(tmp_path, flag, value, why, capsys):
     run_dir = tmp_path / "p"
     assert cli(["--rules", "penalty", "--num-players", "3", flag, value, "--run-dir", str(run_dir)]) == 2

@@ -23,8 +23,10 @@ The stages' arguments are stored in ``pipeline.json``; resuming with other ones 
 **Scaling out.** ``--ray-address`` runs the labelling jobs on a Ray cluster
 (``training.workers``); PPO runs here.
 
-Defaults are the shipped recipe (``checkpoints/okgin_classic.pt``; see the README's model card):
-PPO for 3M decisions, then improvement steps of 200,000 and 300,000 labelled decisions.
+Defaults are the first stages of the shipped recipe (they made ``checkpoints/okgin_classic_step2.pt``;
+see the README's model card): PPO for 3M decisions, then improvement steps of 200,000 and 300,000
+labelled decisions. The shipped file took two more steps of 1,000,000, the last one fitting the
+labels of the one before too: ``--steps 200000,300000,1000000,1000000 --carry-labels 0/0/0/1``.
 ``--quick`` shrinks every budget to a smoke test of a few minutes.
 
 **The penalty game.** ``--rules penalty --num-players N`` (2-4) runs the first stage for that
@@ -114,6 +116,10 @@ class Args:
     fit_target: str = field(default="label", metadata={
         "help": "what the improvement steps fit (training.improve --fit-target label|match), one for every step or "
                 "one per step separated by '/' (label/match); every shipped step fitted its labels"})
+    carry_labels: str = field(default="0", metadata={
+        "help": "how many earlier steps' labels each improvement step adds to its own fit (training.improve "
+                "--extra-labels), the latest first: one number (at most that many for every step) or one per step separated "
+                "by '/' (e.g. 0/0/0/1); 0: its own labels alone (the default steps' recipe)"})
     label_top: int = field(default=0, metadata={
         "help": "the improvement steps label only the policy's K best-scored actions (training.improve --label-top); "
                 "0: every legal action, the shipped recipe"})
@@ -164,6 +170,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
         for spec in step_rollout_players(args):
             check_rollout_player(spec, config)
         step_fit_targets(args)
+        step_carried_labels(args)
     return args
 
 
@@ -216,6 +223,21 @@ def step_fit_targets(args: Args) -> list[str]:
     return targets
 
 
+def step_carried_labels(args: Args) -> list[int]:
+    """Each improvement step's count of earlier steps whose labels its fit adds (``--carry-labels``):
+    one number is at most that many for every step (step k has k - 1 earlier ones), one per step is exact."""
+    steps = step_decisions(args.steps)
+    values = per_step("--carry-labels", args.carry_labels, steps)
+    one_for_all = "/" not in args.carry_labels
+    counts = []
+    for step, value in enumerate(values, 1):
+        if not value.isdigit() or (int(value) > step - 1 and not one_for_all):
+            raise ValueError(f"--carry-labels {args.carry_labels!r}: step {step} can add the labels of 0 to {step - 1} "
+                             f"earlier steps, not {value!r} (one number alone is at most that many for every step)")
+        counts.append(min(int(value), step - 1))
+    return counts
+
+
 def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
     """Each stage's module and argument list (what ``pipeline.json`` records)."""
     flags = [] if args.progress else ["--no-progress"]
@@ -235,6 +257,7 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
     start = root / "ppo" / "best.pt"
     players = step_rollout_players(args)
     fit_targets = step_fit_targets(args)
+    carried = step_carried_labels(args)
     for step, decisions in enumerate(step_decisions(args.steps), 1):
         seed = args.seed + 9 + step
         run_dir = root / f"improve{step}"
@@ -250,6 +273,9 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
             improve += ["--objective", args.objective]
         if fit_targets[step - 1] != "label":
             improve += ["--fit-target", fit_targets[step - 1]]
+        if carried[step - 1]:  # the latest earlier step first
+            earlier = range(step - 1, step - 1 - carried[step - 1], -1)
+            improve += ["--extra-labels", ",".join(str(root / f"improve{k}") for k in earlier)]
         if args.quick:
             improve += ["--chunk", "20", "--epochs", "1"]
         if args.ray_address:
