@@ -25,8 +25,9 @@ The stages' arguments are stored in ``pipeline.json``; resuming with other ones 
 
 Defaults are the first stages of the shipped recipe (they made ``checkpoints/okgin_classic_step2.pt``;
 see the README's model card): PPO for 3M decisions, then improvement steps of 200,000 and 300,000
-labelled decisions. The shipped file took two more steps of 1,000,000, the last one fitting the
-labels of the one before too: ``--steps 200000,300000,1000000,1000000 --carry-labels 0/0/0/1``.
+labelled decisions. The shipped file took three more steps of 1,000,000, each later one fitting the
+labels of the million-label steps before it too: ``--steps 200000,300000,1000000,1000000,1000000
+--carry-labels 0/0/0/1/2``.
 ``--quick`` shrinks every budget to a smoke test of a few minutes.
 
 **The penalty game.** ``--rules penalty --num-players N`` (2-4) runs the first stage for that
