@@ -154,10 +154,12 @@ def test_a_depth_no_round_reaches_gives_the_whole_round_labels():
         np.testing.assert_array_equal(deep[key], full[key], err_msg=key)
 
 
-def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_out) -> list[list[float]]:
+def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_out,
+                      self_play: bool = False) -> list[list[float]]:
     """The labels of a job, recomputed by a plain loop: the job's matches (``play_learner_matches``
-    with the job's generator), and for each decision every action applied to a clone of the round,
-    then ``play_out(player, state, scores, learner, tie_seed)`` gives its label."""
+    with the job's generator; ``self_play``: the policy in every seat), and for each decision every
+    action applied to a clone of the round, then ``play_out(player, state, scores, learner,
+    tie_seed)`` gives its label."""
     import torch
 
     from training.improve import _Player
@@ -180,7 +182,8 @@ def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_o
         expected.append(row)
 
     with torch.no_grad():
-        play_learner_matches(player.config, player.policy, opponent, seed, count, label)
+        play_learner_matches(player.config, player.policy, player.policy if self_play else opponent, seed, count,
+                             label)
     return expected
 
 
@@ -406,10 +409,68 @@ def test_bot_rollout_labels_agree_between_paths_and_with_a_plain_loop(checkpoint
         np.testing.assert_array_equal(q[legal], np.array(row, dtype=np.float32))
 
 
-def test_rollout_player_is_checked_and_recorded(tmp_path, capsys):
+# ----------------------------------------------------------------------------- the policy in the other seats (--label-opponent policy)
+
+
+@pytest.mark.parametrize("checkpoint, rules, seed", [(CLASSIC, "classic", 5), ("checkpoints/okgin_penalty_3p.pt", "penalty", 8)])
+def test_self_play_labels_agree_between_paths_and_with_a_plain_loop(checkpoint, rules, seed):
+    """``opponent: policy``: the policy plays every seat, at the matches' tables and in the rollouts;
+    the batched and single paths give the same arrays, and each label is the round of a plain loop
+    where the policy (greedy, from each seat's observation) plays every seat from the action on."""
+    job = (checkpoint, rules, seed, 6, {"opponent": "policy"})
+    batched = label_decisions_batched(job)
+    single = label_decisions(job)
+    for key in JOB_KEYS:
+        np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
+    # Other matches than against simple: the decisions themselves differ.
+    assert not np.array_equal(batched["obs"], label_decisions_batched(job[:4])["obs"])
+
+    def play_out(player, state, scores, learner, tie_seed):
+        while not state.is_over:
+            state.apply_unchecked(player.action(state, scores, state.current))
+        return state.outcome.rewards[learner]
+
+    expected = plain_loop_labels(checkpoint, rules, seed, 6, play_out, self_play=True)
+    for q, legal, row in zip(batched["q"], batched["legal"], expected):
+        np.testing.assert_array_equal(q[legal], np.array(row, dtype=np.float32))
+
+
+def test_label_opponent_is_checked_and_recorded(tmp_path, capsys):
+    from training.improve import cli
+    from training.labelling import unpack_job
+
+    with pytest.raises(ValueError, match="label opponent 'search'; allowed: simple, policy"):
+        unpack_job((CLASSIC, "classic", 1, 1, {"opponent": "search"}))
+    with pytest.raises(ValueError, match="use the rollout player 'policy' with it"):
+        unpack_job((CLASSIC, "classic", 1, 1, {"opponent": "policy", "rollout": "simple"}))
+    refused = tmp_path / "refused"
+    assert cli(["--init-from", CLASSIC, "--label-opponent", "policy", "--rollout-player", "simple",
+                "--run-dir", str(refused)]) == 2
+    assert "rollout player 'policy'" in capsys.readouterr().err and not refused.exists()
+    with pytest.raises(SystemExit) as exit_info:  # argparse's choices
+        cli(["--init-from", CLASSIC, "--label-opponent", "aggressor", "--run-dir", str(refused)])
+    assert exit_info.value.code == 2 and "choose from 'simple', 'policy'" in capsys.readouterr().err
+    assert not refused.exists()
+    assert_option_recorded(tmp_path / "self", "--label-opponent", "policy", "label_opponent", "opponent")
+
+
+def assert_option_recorded(run_dir, flag: str, value: str, manifest_key: str, job_key: str) -> None:
+    """A 4-decision ``training.improve`` run with ``flag value`` records it in ``labels.json`` and
+    writes the labels of a job with that option."""
     import json
 
-    from training.improve import cli, main as improve_main
+    from training.improve import main as improve_main
+
+    improve_main(["--init-from", CLASSIC, "--decisions", "4", "--chunk", "4", "--workers", "1", "--epochs", "1",
+                  "--eval-matches", "0", "--no-progress", "--seed", "3", flag, value, "--run-dir", str(run_dir)])
+    assert json.loads((run_dir / "labels.json").read_text())[manifest_key] == value
+    with np.load(run_dir / "labels_0000.npz") as chunk:
+        expected = label_decisions_batched((CLASSIC, "classic", 3 * 100_000, 4, {job_key: value}))
+        np.testing.assert_array_equal(chunk["q"], expected["q"])
+
+
+def test_rollout_player_is_checked_and_recorded(tmp_path, capsys):
+    from training.improve import cli
     from training.labelling import unpack_job
 
     with pytest.raises(ValueError, match="rollout player 3; allowed: policy or a bot spec"):
@@ -426,11 +487,4 @@ def test_rollout_player_is_checked_and_recorded(tmp_path, capsys):
     assert cli(["--init-from", PPO, "--rollout-player", "simple", "--rollout-depth", "2",
                 "--run-dir", str(refused)]) == 2
     assert "rollout player" in capsys.readouterr().err and not refused.exists()
-    run_dir = tmp_path / "simple"
-    improve_main(["--init-from", CLASSIC, "--decisions", "4", "--chunk", "4", "--workers", "1", "--epochs", "1",
-                  "--eval-matches", "0", "--no-progress", "--seed", "3", "--rollout-player", "simple",
-                  "--run-dir", str(run_dir)])
-    assert json.loads((run_dir / "labels.json").read_text())["rollout_player"] == "simple"
-    with np.load(run_dir / "labels_0000.npz") as chunk:
-        expected = label_decisions_batched((CLASSIC, "classic", 3 * 100_000, 4, {"rollout": "simple"}))
-        np.testing.assert_array_equal(chunk["q"], expected["q"])
+    assert_option_recorded(tmp_path / "simple", "--rollout-player", "simple", "rollout_player", "rollout")

@@ -20,7 +20,10 @@ same future instead:
    ``--label-top K`` labels only the K actions the policy scores highest, with the same labels.
    ``--rollout-player SPEC`` lets a bot play the learner's seat in the rollouts instead of the
    policy: the labels then value each action followed by that bot's play, so the step improves
-   on the bot; with ``lookahead`` and ``--objective policy`` this is the penalty recipe's step.)
+   on the bot; with ``lookahead`` and ``--objective policy`` this is the penalty recipe's step.
+   ``--label-opponent policy`` seats the policy itself, greedy, in the other seats of the labelling
+   matches and of every rollout in place of ``simple``: self-play labels, each action valued
+   against the policy's own replies.)
 2. **Fitting**, from the starting weights. The hidden cards were drawn from their true
    distribution given the observation (real play), so what can be learned from the labels is
    ``E[Q | observation]``: the best action *given what the policy can see*, not the one that
@@ -68,7 +71,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from okgin_env.bots.simple import SimpleBot, simple_action_for_state
+from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.observation import encode
 from okgin_env.rules.config import make_config
 
@@ -76,6 +79,7 @@ from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
 from .policy import build_model, decision_forward, encode_decision, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
 from .labelling import (
+    LABEL_OPPONENTS,
     LABEL_OPTIONS,
     LABEL_REWARDS,
     OUTCOME_KEYS,
@@ -83,6 +87,7 @@ from .labelling import (
     checkpoint_file,
     finish_round,
     label_decisions_batched,
+    label_opponent,
     label_value,
     labelled_columns,
     labelled_flags,
@@ -163,6 +168,11 @@ class Args:
         "help": "label: fit the labels as labelled (--label-reward); match: value each labelled action's round "
                 "by the learner's chance to win the match after it, in percent (training.match_odds, fitted "
                 "to the rounds the labelling matches played), so that a point counts more near the match's end"})
+    label_opponent: str = field(default="simple", metadata={
+        "choices": LABEL_OPPONENTS,
+        "help": "who plays the other seats in the labelling matches and rollouts: simple (the shipped recipes), "
+                "or policy, the policy being labelled (greedy self-play: actions valued against its own replies; "
+                "needs --rollout-player policy)"})
     extra_labels: str = field(default="", metadata={
         "help": "comma-separated run directories whose labels are added to the fit (after run_dir's own)"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
@@ -197,10 +207,11 @@ class _Player:
 
 
 def rollout_points(player: _Player, state, scores, learner: int, seed: int, reward: str = "points",
-                   depth: int = 0, scale: float = 0.0, rollout_player: str = "policy") -> tuple[float, list | None]:
+                   depth: int = 0, scale: float = 0.0, rollout_player: str = "policy",
+                   opponent: str = "simple") -> tuple[float, list | None]:
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
-    the others with tie-breaks from ``seed``; the learner's round points (``label_value``), and
-    every seat's, the learner first (None where the rollout stopped early).
+    the others with tie-breaks from ``seed`` (the policy, the ``opponent`` ``"policy"``); the
+    learner's round points (``label_value``), and every seat's, the learner first (None where the rollout stopped early).
     ``depth > 0``: stop at the learner's ``depth``-th choice and return the value head's estimate
     there, times ``scale`` (``training.labelling.value_scale``). A ``rollout_player`` other than
     ``"policy"`` plays the learner's seat instead (``training.labelling.finish_round``)."""
@@ -217,6 +228,8 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
                 if choices == depth:
                     return player.value(state, scores, learner) * scale, None
             state.apply_unchecked(player.action(state, scores, learner))
+        elif opponent == "policy":
+            state.apply_unchecked(player.action(state, scores, state.current))
         else:
             state.apply_unchecked(simple_action_for_state(state, rng))
     return label_value(state.outcome, learner, reward), learner_first(state.outcome.points, learner)
@@ -226,7 +239,8 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     """One worker: play matches and label ``count`` decisions; return their arrays (the driver saves them).
 
     The matches run in ``okgin_env.match_loop.play_match``: the policy (greedy) in one seat,
-    alternating from match to match, ``simple`` in the others; each of the policy's decisions
+    alternating from match to match, ``simple`` (or the policy itself: ``job.opponent``) in the
+    others; each of the policy's decisions
     with a choice is labelled before it acts (``Q`` of every legal action on the true state).
     One generator, seeded with ``seed``, gives the simple bot's tie-breaks and each label's
     continuation seed, in the order the decisions come: the same job gives the same labels.
@@ -238,8 +252,7 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     player = _Player(checkpoint, job.rules)
     check_rollout_player(job.rollout, player.config)
     rng = random.Random(job.seed)
-    opponent = SimpleBot()
-    opponent.rng = rng  # shared with the continuation seeds (see the docstring)
+    opponent = label_opponent(job.opponent, player.policy, rng)  # simple shares rng (see the docstring)
     records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q", "labelled")}
     scores_seen, round_points, rounds = [], [], []
     num_players = player.config.num_players
@@ -255,7 +268,7 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
             trial = match.round.clone()
             trial.apply_unchecked(encoded[-1][i])
             q[i], seat_points = rollout_points(player, trial, match.scores, learner, tie_seed, job.reward,
-                                               job.depth, scale, job.rollout)
+                                               job.depth, scale, job.rollout, job.opponent)
             if seat_points is not None:
                 points[i] = seat_points
         record_inputs(records, observation, encoded)
@@ -490,10 +503,11 @@ def main(argv: list[str] | None = None) -> dict:
         # (the table labelling_config would give, from the start already loaded)
         check_rollout_player(args.rollout_player, make_config(start["metadata"]["rules"],
                                                               num_players=start["metadata"]["num_players"]))
-    if args.rollout_depth and not args.reuse_labels:
+    if (args.rollout_depth or args.label_opponent != "simple") and not args.reuse_labels:
         # own_penalty and a rollout player other than the policy are refused
         unpack_job(("", "", 0, 0, {"reward": args.label_reward, "depth": args.rollout_depth,
-                                   "rollout": args.rollout_player}))
+                                   "rollout": args.rollout_player, "opponent": args.label_opponent}))
+    if args.rollout_depth and not args.reuse_labels:
         value_scale(args.init_from)  # refuses a file whose value head was not trained
     if args.add_outlook_features:
         start = with_outlook_inputs(start)  # refuses a network that already reads them
@@ -521,10 +535,10 @@ def main(argv: list[str] | None = None) -> dict:
         # (Options join the manifest and the jobs only when they are not the default, so that the
         # chunks of runs made before the options still resume.)
         chosen = {"reward": args.label_reward, "depth": args.rollout_depth, "top": args.label_top,
-                  "rollout": args.rollout_player}
+                  "rollout": args.rollout_player, "opponent": args.label_opponent}
         options = {key: value for key, value in chosen.items() if value != LABEL_OPTIONS[key]}
         for key, name in (("reward", "label_reward"), ("depth", "rollout_depth"), ("top", "label_top"),
-                          ("rollout", "rollout_player")):
+                          ("rollout", "rollout_player"), ("opponent", "label_opponent")):
             if key in options:
                 manifest[name] = options[key]
         job_options = (options,) if options else ()

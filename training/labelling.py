@@ -81,10 +81,16 @@ class LabelJob(NamedTuple):
     depth: int = 0  # 0: whole rounds; K: stop at the learner's K-th choice (value head's estimate)
     top: int = 0  # 0: every legal action; K: the policy's K highest-scored actions only
     rollout: str = "policy"  # who plays the learner's seat in the rollouts (check_rollout_player)
+    opponent: str = "simple"  # who plays the other seats, in the matches and the rollouts (LABEL_OPPONENTS)
 
 
 #: What a job's options may set, and the defaults (the labels of jobs written before them).
-LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0, "rollout": "policy"}
+LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0, "rollout": "policy", "opponent": "simple"}
+#: Who plays the seats other than the learner's (``training.improve --label-opponent``), at the
+#: labelling matches' tables and in every rollout: ``simple`` (the shipped recipes), or ``policy``,
+#: the policy being labelled itself, greedy (self-play: each action is valued against the policy's
+#: own replies, not against ``simple``'s).
+LABEL_OPPONENTS = ("simple", "policy")
 
 
 def learner_first(values, learner: int) -> list:
@@ -147,6 +153,13 @@ def unpack_job(job: tuple) -> LabelJob:
         raise ValueError(f"labelling options {options!r}; allowed keys: {', '.join(LABEL_OPTIONS)}")
     options = {**LABEL_OPTIONS, **options}
     reward, depth, top, rollout = options["reward"], options["depth"], options["top"], options["rollout"]
+    opponent = options["opponent"]
+    if opponent not in LABEL_OPPONENTS:
+        raise ValueError(f"label opponent {opponent!r}; allowed: {', '.join(LABEL_OPPONENTS)}")
+    if opponent == "policy" and rollout != "policy":
+        raise ValueError(f"the label opponent 'policy' plays the other seats with the network, which the rollout "
+                         f"player {rollout!r} (a bot in the learner's seat, no network in the rollouts) leaves out; "
+                         "use the rollout player 'policy' with it")
     if reward not in LABEL_REWARDS:
         raise ValueError(f"label reward {reward!r}; allowed: {', '.join(LABEL_REWARDS)}")
     if not isinstance(rollout, str):
@@ -161,7 +174,7 @@ def unpack_job(job: tuple) -> LabelJob:
     if depth and reward != "points":
         raise ValueError(f"a rollout depth needs the label reward 'points' (the value head estimates the "
                          f"zero-sum round points), not {reward!r}")
-    return LabelJob(checkpoint, rules, seed, count, reward, depth, top, rollout)
+    return LabelJob(checkpoint, rules, seed, count, reward, depth, top, rollout, opponent)
 
 
 def labelled_columns(model, flat: np.ndarray, encoded: tuple, top: int) -> list[int]:
@@ -229,11 +242,14 @@ class _Rollout:
         self.seed, self.choices = seed, 0
 
 
-def _advance(rollout: _Rollout, learner: int) -> bool:
-    """Play ``simple`` and forced moves until the learner has a choice (True) or the round ends."""
+def _advance(rollout: _Rollout, learner: int, opponent: str = "simple") -> bool:
+    """Play ``simple`` (the ``opponent`` ``"simple"``) and forced moves until a seat the network
+    plays (the learner's; every seat's, the ``opponent`` ``"policy"``) has a choice (True) or the
+    round ends."""
     state = rollout.state
+    network_everywhere = opponent == "policy"
     while not state.is_over:
-        if state.current != learner:
+        if state.current != learner and not network_everywhere:
             state.apply_unchecked(simple_action_for_state(state, rollout.rng))
             continue
         legal = state.legal_actions()
@@ -243,20 +259,20 @@ def _advance(rollout: _Rollout, learner: int) -> bool:
     return False
 
 
-def _forward(model, rollouts: list[_Rollout], learner: int, encoder: PackedEncoder):
-    """``(logits, values, legal actions)`` of the learner's decision in every rollout (one forward
+def _forward(model, rollouts: list[_Rollout], seat: int, encoder: PackedEncoder):
+    """``(logits, values, legal actions)`` of ``seat``'s decision in every rollout (one forward
     pass), its inputs read straight from the round states (the action rows cut to the widest legal
     set: padding rows only add -inf logits)."""
-    inputs, actions = encode_states(encoder, [r.state for r in rollouts], [r.scores for r in rollouts], learner,
+    inputs, actions = encode_states(encoder, [r.state for r in rollouts], [r.scores for r in rollouts], seat,
                                     model.outlook)
     with torch.no_grad():
         logits, values = model(*inputs)
     return logits, values, actions
 
 
-def _act_greedy(model, rollouts: list[_Rollout], learner: int, encoder: PackedEncoder) -> None:
-    """Apply the network's greedy action in every rollout (one forward pass)."""
-    logits, _, actions = _forward(model, rollouts, learner, encoder)
+def _act_greedy(model, rollouts: list[_Rollout], seat: int, encoder: PackedEncoder) -> None:
+    """Apply the network's greedy action for ``seat`` in every rollout (one forward pass)."""
+    logits, _, actions = _forward(model, rollouts, seat, encoder)
     for rollout, choice, legal_actions in zip(rollouts, torch.argmax(logits, dim=-1).tolist(), actions):
         rollout.state.apply_unchecked(legal_actions[choice])
 
@@ -269,13 +285,14 @@ def _write_label(rollout: _Rollout, learner: int, reward: str, q: np.ndarray, ro
 
 def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, round_points: np.ndarray,
              rollout_batch: int, reward: str = "points", depth: int = 0, scale: float = 0.0,
-             rollout_player: str = "policy") -> None:
+             rollout_player: str = "policy", opponent: str = "simple") -> None:
     """Play every rollout to the end of its round; write the learner's round points (``label_value``)
     into ``q[row, column]``, and every seat's (``learner_first``) into ``round_points[row, column]``
     (left as they were where a rollout stops early). ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice stops there,
     and its label is the value head's estimate of the round's points from the learner's
     observation (times ``scale``, see ``value_scale``). A ``rollout_player`` other than
-    ``"policy"`` plays the learner's seat instead of the network (``finish_round``, no forward passes)."""
+    ``"policy"`` plays the learner's seat instead of the network (``finish_round``, no forward passes);
+    the ``opponent`` ``"policy"`` has the network play the other seats too (``LABEL_OPPONENTS``)."""
     target = config.target_score
     if rollout_player != "policy":
         for rollout in rollouts:
@@ -289,7 +306,10 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
         while waiting:
             pending, estimated = [], []
             for rollout in waiting:
-                if _advance(rollout, learner):
+                if _advance(rollout, learner, opponent):
+                    if rollout.state.current != learner:
+                        pending.append(rollout)  # an opponent's choice (the opponent "policy")
+                        continue
                     rollout.choices += 1
                     (estimated if rollout.choices == depth else pending).append(rollout)
                 else:
@@ -301,14 +321,26 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
             if not pending:
                 break
             # Draw decisions have 2 legal actions, discards up to 22: one forward pass for each
-            # kind, the action rows cut to the widest legal set (padding rows only add -inf logits).
-            for group in (
-                [r for r in pending if r.state.phase is not Phase.DISCARD],
-                [r for r in pending if r.state.phase is Phase.DISCARD],
-            ):
-                if group:
-                    _act_greedy(model, group, learner, encoder)
+            # seat and kind, the action rows cut to the widest legal set (padding rows only add
+            # -inf logits). The groups are formed before any acts (a draw moves its rollout on to
+            # a discard, which must wait for the next pass).
+            groups: dict[tuple[int, bool], list[_Rollout]] = {}
+            for rollout in pending:
+                groups.setdefault((rollout.state.current, rollout.state.phase is Phase.DISCARD), []).append(rollout)
+            for (seat, _), group in sorted(groups.items(), key=lambda item: item[0]):
+                _act_greedy(model, group, seat, encoder)
             waiting = pending
+
+
+def label_opponent(name: str, policy, rng: random.Random):
+    """The player of the labelling matches' other seats: ``policy`` itself (``name`` ``"policy"``),
+    or ``simple`` drawing its tie-breaks from ``rng``, the job's generator, shared with the
+    continuation seeds (so the same job gives the same labels on either path)."""
+    if name == "policy":
+        return policy
+    opponent = SimpleBot()
+    opponent.rng = rng
+    return opponent
 
 
 def play_learner_matches(config, policy, opponent, seed: int, count: int, on_choice, on_round=None) -> None:
@@ -386,8 +418,7 @@ def _label_decisions_batched(job: tuple, rollout_batch: int) -> dict[str, np.nda
     check_rollout_player(job.rollout, config)
     policy = load_policy(checkpoint, rules=config)
     rng = random.Random(job.seed)
-    opponent = SimpleBot()
-    opponent.rng = rng  # shared with the continuation seeds, as in the unbatched path
+    opponent = label_opponent(job.opponent, policy, rng)
     records: dict[str, list] = {k: [] for k in LABEL_KEYS if k != "q"}
     labelled: list[np.ndarray] = []
     scores_seen: list[list[int]] = []
@@ -419,7 +450,7 @@ def _label_decisions_batched(job: tuple, rollout_batch: int) -> dict[str, np.nda
     round_points = np.full((decisions, MAX_LEGAL_ACTIONS, config.num_players), -1, dtype=np.int16)
     for seat, rollouts in rollouts_by_learner.items():
         roll_out(policy.model, rollouts, seat, config, q, round_points, rollout_batch, job.reward, job.depth, scale,
-                 job.rollout)
+                 job.rollout, job.opponent)
     extra = {"labelled": np.stack(labelled)} if job.top else {}
     return {**{k: np.stack(v) for k, v in records.items()}, "q": q, **extra,
             **outcome_arrays(scores_seen, round_points, rounds, config.num_players)}
