@@ -163,13 +163,11 @@ def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_o
     import torch
 
     from training.improve import _Player
-    from training.labelling import play_learner_matches
-    from okgin_env.bots.simple import SimpleBot
+    from training.labelling import label_opponent, play_learner_matches
 
     player = _Player(checkpoint, rules)
     rng = random.Random(seed)
-    opponent = SimpleBot()
-    opponent.rng = rng
+    opponent = label_opponent("policy" if self_play else "simple", player.policy, rng)
     expected = []
 
     def label(match, learner, observation, encoded):
@@ -182,8 +180,7 @@ def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_o
         expected.append(row)
 
     with torch.no_grad():
-        play_learner_matches(player.config, player.policy, player.policy if self_play else opponent, seed, count,
-                             label)
+        play_learner_matches(player.config, player.policy, opponent, seed, count, label)
     return expected
 
 

@@ -178,6 +178,12 @@ class Args:
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
 
 
+#: Each labelling job option (``training.labelling.LABEL_OPTIONS``) and the argument that sets it
+#: (also its name in ``labels.json``).
+OPTION_ARGS = {"reward": "label_reward", "depth": "rollout_depth", "top": "label_top", "rollout": "rollout_player",
+               "opponent": "label_opponent"}
+
+
 def parse_args(argv: list[str] | None = None) -> Args:
     return parse_dataclass_args(Args, argv, __doc__.splitlines()[0])
 
@@ -211,7 +217,8 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
                    opponent: str = "simple") -> tuple[float, list | None]:
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
     the others with tie-breaks from ``seed`` (the policy, the ``opponent`` ``"policy"``); the
-    learner's round points (``label_value``), and every seat's, the learner first (None where the rollout stopped early).
+    learner's round points (``label_value``), and every seat's, the learner first (None where the
+    rollout stopped early).
     ``depth > 0``: stop at the learner's ``depth``-th choice and return the value head's estimate
     there, times ``scale`` (``training.labelling.value_scale``). A ``rollout_player`` other than
     ``"policy"`` plays the learner's seat instead (``training.labelling.finish_round``)."""
@@ -240,8 +247,8 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
 
     The matches run in ``okgin_env.match_loop.play_match``: the policy (greedy) in one seat,
     alternating from match to match, ``simple`` (or the policy itself: ``job.opponent``) in the
-    others; each of the policy's decisions
-    with a choice is labelled before it acts (``Q`` of every legal action on the true state).
+    others; each of the policy's decisions with a choice is labelled before it acts (``Q`` of
+    every legal action on the true state).
     One generator, seeded with ``seed``, gives the simple bot's tie-breaks and each label's
     continuation seed, in the order the decisions come: the same job gives the same labels.
     """
@@ -499,16 +506,19 @@ def main(argv: list[str] | None = None) -> dict:
     if args.label_top < 0 or args.label_top == 1:
         raise ValueError(f"--label-top must be 0 (every legal action) or at least 2 (one labelled action leaves "
                          f"nothing to compare), got {args.label_top}")
+    # The labelling jobs' options that differ from the defaults (they join the manifest and the
+    # jobs only then, so that the chunks of runs made before the options still resume).
+    options = {key: getattr(args, name) for key, name in OPTION_ARGS.items()
+               if getattr(args, name) != LABEL_OPTIONS[key]}
     if not args.reuse_labels:
         # (the table labelling_config would give, from the start already loaded)
         check_rollout_player(args.rollout_player, make_config(start["metadata"]["rules"],
                                                               num_players=start["metadata"]["num_players"]))
-    if (args.rollout_depth or args.label_opponent != "simple") and not args.reuse_labels:
-        # own_penalty and a rollout player other than the policy are refused
-        unpack_job(("", "", 0, 0, {"reward": args.label_reward, "depth": args.rollout_depth,
-                                   "rollout": args.rollout_player, "opponent": args.label_opponent}))
-    if args.rollout_depth and not args.reuse_labels:
-        value_scale(args.init_from)  # refuses a file whose value head was not trained
+        # The options together, as a job checks them (a rollout depth with own_penalty or with a
+        # bot in the learner's seat, the label opponent policy with a bot there, are refused).
+        unpack_job(("", "", 0, 0, options))
+        if args.rollout_depth:
+            value_scale(args.init_from)  # refuses a file whose value head was not trained
     if args.add_outlook_features:
         start = with_outlook_inputs(start)  # refuses a network that already reads them
     run_dir = Path(args.run_dir)
@@ -532,15 +542,7 @@ def main(argv: list[str] | None = None) -> dict:
             held_out_chunks(len(sizes), args.validation_fraction)  # refused before any labelling
         # What the chunks are labels of: a resumed run keeps them only if it would label the same.
         manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "seed": args.seed, "sizes": sizes}
-        # (Options join the manifest and the jobs only when they are not the default, so that the
-        # chunks of runs made before the options still resume.)
-        chosen = {"reward": args.label_reward, "depth": args.rollout_depth, "top": args.label_top,
-                  "rollout": args.rollout_player, "opponent": args.label_opponent}
-        options = {key: value for key, value in chosen.items() if value != LABEL_OPTIONS[key]}
-        for key, name in (("reward", "label_reward"), ("depth", "rollout_depth"), ("top", "label_top"),
-                          ("rollout", "rollout_player"), ("opponent", "label_opponent")):
-            if key in options:
-                manifest[name] = options[key]
+        manifest.update({OPTION_ARGS[key]: value for key, value in options.items()})
         job_options = (options,) if options else ()
         label = label_decisions_batched if args.labelling == "batched" else label_decisions
         chunks, _ = label_chunks(run_dir, manifest, args.init_from, label,
