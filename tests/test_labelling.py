@@ -155,9 +155,9 @@ def test_a_depth_no_round_reaches_gives_the_whole_round_labels():
 
 
 def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_out,
-                      self_play: bool = False) -> list[list[float]]:
+                      opponent: str = "simple") -> list[list[float]]:
     """The labels of a job, recomputed by a plain loop: the job's matches (``play_learner_matches``
-    with the job's generator; ``self_play``: the policy in every seat), and for each decision every
+    with the job's generator, ``opponent`` in the other seats), and for each decision every
     action applied to a clone of the round, then ``play_out(player, state, scores, learner,
     tie_seed)`` gives its label."""
     import torch
@@ -167,7 +167,7 @@ def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, play_o
 
     player = _Player(checkpoint, rules)
     rng = random.Random(seed)
-    opponent = label_opponent("policy" if self_play else "simple", player.policy, rng)
+    opponent = label_opponent(opponent, player.policy, rng, player.config)
     expected = []
 
     def label(match, learner, observation, encoded):
@@ -427,28 +427,79 @@ def test_self_play_labels_agree_between_paths_and_with_a_plain_loop(checkpoint, 
             state.apply_unchecked(player.action(state, scores, state.current))
         return state.outcome.rewards[learner]
 
-    expected = plain_loop_labels(checkpoint, rules, seed, 6, play_out, self_play=True)
+    expected = plain_loop_labels(checkpoint, rules, seed, 6, play_out, opponent="policy")
     for q, legal, row in zip(batched["q"], batched["legal"], expected):
         np.testing.assert_array_equal(q[legal], np.array(row, dtype=np.float32))
+
+
+# ----------------------------------------------------------------------------- a bot in the other seats (--label-opponent lookahead)
+
+
+@pytest.mark.parametrize("checkpoint, rules, seed", [(CLASSIC, "classic", 6), ("checkpoints/okgin_penalty_3p.pt", "penalty", 9)])
+def test_bot_opponent_labels_agree_between_paths_and_with_a_plain_loop(checkpoint, rules, seed):
+    """``opponent: lookahead``: the bot plays every other seat, at the matches' tables and in the
+    rollouts (one instance per rollout, seeded with the label's tie seed); the batched and single
+    paths give the same arrays, and each label is the round of a plain loop with the policy in the
+    learner's seat and a fresh ``LookaheadBot(seed=tie_seed)`` in the others."""
+    from okgin_env.bots.lookahead import LookaheadBot
+    from okgin_env.observation import encode
+
+    job = (checkpoint, rules, seed, 6, {"opponent": "lookahead"})
+    batched = label_decisions_batched(job)
+    single = label_decisions(job)
+    for key in JOB_KEYS:
+        np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
+    assert not np.array_equal(batched["obs"], label_decisions_batched(job[:4])["obs"])  # other matches
+
+    def play_out(player, state, scores, learner, tie_seed):
+        bot = LookaheadBot(seed=tie_seed)
+        while not state.is_over:
+            legal = state.legal_actions()
+            if state.current == learner:
+                state.apply_unchecked(player.action(state, scores, learner))
+            elif len(legal) == 1:
+                state.apply_unchecked(legal[0])
+            else:
+                observation = encode(state, scores, player.config.target_score, state.current)
+                state.apply_unchecked(bot.act({"observation": observation, "action_mask": state.legal_mask()}))
+        return state.outcome.rewards[learner]
+
+    expected = plain_loop_labels(checkpoint, rules, seed, 6, play_out, opponent="lookahead")
+    for q, legal, row in zip(batched["q"], batched["legal"], expected):
+        np.testing.assert_array_equal(q[legal], np.array(row, dtype=np.float32))
+
+
+def test_bot_opponent_with_a_bot_rollout_player_agrees_between_paths():
+    """Bots in every seat of the rollouts (``rollout: simple``, ``opponent: lookahead``): no network
+    in the rollouts, the same labels on both paths."""
+    job = (CLASSIC, "classic", 4, 5, {"opponent": "lookahead", "rollout": "simple"})
+    batched, single = label_decisions_batched(job), label_decisions(job)
+    for key in JOB_KEYS:
+        np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
 
 
 def test_label_opponent_is_checked_and_recorded(tmp_path, capsys):
     from training.improve import cli
     from training.labelling import unpack_job
 
-    with pytest.raises(ValueError, match="label opponent 'search'; allowed: simple, policy"):
-        unpack_job((CLASSIC, "classic", 1, 1, {"opponent": "search"}))
+    with pytest.raises(ValueError, match="label opponent 3; allowed: simple, policy or a bot spec"):
+        unpack_job((CLASSIC, "classic", 1, 1, {"opponent": 3}))
     with pytest.raises(ValueError, match="use the rollout player 'policy' with it"):
         unpack_job((CLASSIC, "classic", 1, 1, {"opponent": "policy", "rollout": "simple"}))
     refused = tmp_path / "refused"
     assert cli(["--init-from", CLASSIC, "--label-opponent", "policy", "--rollout-player", "simple",
                 "--run-dir", str(refused)]) == 2
     assert "rollout player 'policy'" in capsys.readouterr().err and not refused.exists()
-    with pytest.raises(SystemExit) as exit_info:  # argparse's choices
-        cli(["--init-from", CLASSIC, "--label-opponent", "aggressor", "--run-dir", str(refused)])
-    assert exit_info.value.code == 2 and "choose from 'simple', 'policy'" in capsys.readouterr().err
-    assert not refused.exists()
+    for bad, why in (("aggressor", "held-out bots"), ("search:time_limit=0.1", "time_limit"),
+                     ("nonsense", "unknown bot"), ("lookahead:colour=3", "colour")):
+        with pytest.raises(ValueError, match=why):
+            label_decisions_batched((CLASSIC, "classic", 1, 1, {"opponent": bad}))
+        with pytest.raises(ValueError, match=why):
+            label_decisions((CLASSIC, "classic", 1, 1, {"opponent": bad}))
+        assert cli(["--init-from", CLASSIC, "--label-opponent", bad, "--run-dir", str(refused)]) == 2
+        assert why in capsys.readouterr().err and not refused.exists()
     assert_option_recorded(tmp_path / "self", "--label-opponent", "policy", "label_opponent", "opponent")
+    assert_option_recorded(tmp_path / "bot", "--label-opponent", "lookahead", "label_opponent", "opponent")
 
 
 def assert_option_recorded(run_dir, flag: str, value: str, manifest_key: str, job_key: str) -> None:

@@ -23,7 +23,8 @@ same future instead:
    on the bot; with ``lookahead`` and ``--objective policy`` this is the penalty recipe's step.
    ``--label-opponent policy`` seats the policy itself, greedy, in the other seats of the labelling
    matches and of every rollout in place of ``simple``: self-play labels, each action valued
-   against the policy's own replies.)
+   against the policy's own replies; ``--label-opponent lookahead`` (any bot that may teach)
+   seats that bot there instead, so that the labels value actions against another style.)
 2. **Fitting**, from the starting weights. The hidden cards were drawn from their true
    distribution given the observation (real play), so what can be learned from the labels is
    ``E[Q | observation]``: the best action *given what the policy can see*, not the one that
@@ -79,10 +80,11 @@ from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS
 from .policy import build_model, decision_forward, encode_decision, load_checkpoint, load_policy, save_checkpoint, with_outlook_inputs, write_checkpoint
 from .labelling import (
-    LABEL_OPPONENTS,
     LABEL_OPTIONS,
     LABEL_REWARDS,
     OUTCOME_KEYS,
+    bot_action,
+    check_label_opponent,
     check_rollout_player,
     checkpoint_file,
     finish_round,
@@ -93,6 +95,7 @@ from .labelling import (
     labelled_flags,
     labelling_config,
     learner_first,
+    opponent_bot,
     outcome_arrays,
     play_learner_matches,
     record_inputs,
@@ -169,10 +172,10 @@ class Args:
                 "by the learner's chance to win the match after it, in percent (training.match_odds, fitted "
                 "to the rounds the labelling matches played), so that a point counts more near the match's end"})
     label_opponent: str = field(default="simple", metadata={
-        "choices": LABEL_OPPONENTS,
         "help": "who plays the other seats in the labelling matches and rollouts: simple (the shipped recipes), "
-                "or policy, the policy being labelled (greedy self-play: actions valued against its own replies; "
-                "needs --rollout-player policy)"})
+                "policy, the policy being labelled (greedy self-play: actions valued against its own replies; "
+                "needs --rollout-player policy), or a bot spec (lookahead, search:rollouts=16; not a held-out "
+                "bot), one instance in every other seat"})
     extra_labels: str = field(default="", metadata={
         "help": "comma-separated run directories whose labels are added to the fit (after run_dir's own)"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
@@ -216,16 +219,19 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
                    depth: int = 0, scale: float = 0.0, rollout_player: str = "policy",
                    opponent: str = "simple") -> tuple[float, list | None]:
     """Play ``state`` (a copy) to the end of the round: the policy for ``learner``, ``simple`` for
-    the others with tie-breaks from ``seed`` (the policy, the ``opponent`` ``"policy"``); the
+    the others with tie-breaks from ``seed`` (the policy, the ``opponent`` ``"policy"``; a bot
+    ``opponent`` seeded with ``seed``, ``training.labelling.opponent_bot``); the
     learner's round points (``label_value``), and every seat's, the learner first (None where the
     rollout stopped early).
     ``depth > 0``: stop at the learner's ``depth``-th choice and return the value head's estimate
     there, times ``scale`` (``training.labelling.value_scale``). A ``rollout_player`` other than
     ``"policy"`` plays the learner's seat instead (``training.labelling.finish_round``)."""
     rng = random.Random(seed)
+    other_bot = opponent_bot(opponent, seed, player.config)
+    target = player.config.target_score
     if rollout_player != "policy":
         bot = rollout_bot(rollout_player, seed, player.config)
-        finish_round(state, scores, learner, rng, bot, player.config.target_score)
+        finish_round(state, scores, learner, rng, bot, target, other_bot)
         return label_value(state.outcome, learner, reward), learner_first(state.outcome.points, learner)
     choices = 0
     while not state.is_over:
@@ -237,6 +243,8 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
             state.apply_unchecked(player.action(state, scores, learner))
         elif opponent == "policy":
             state.apply_unchecked(player.action(state, scores, state.current))
+        elif other_bot is not None:
+            state.apply_unchecked(bot_action(other_bot, state, scores, state.current, target))
         else:
             state.apply_unchecked(simple_action_for_state(state, rng))
     return label_value(state.outcome, learner, reward), learner_first(state.outcome.points, learner)
@@ -258,8 +266,9 @@ def label_decisions(job: tuple[str, str, int, int]) -> dict[str, np.ndarray]:
     scale = value_scale(checkpoint) if job.depth else 0.0
     player = _Player(checkpoint, job.rules)
     check_rollout_player(job.rollout, player.config)
+    check_label_opponent(job.opponent, player.config)
     rng = random.Random(job.seed)
-    opponent = label_opponent(job.opponent, player.policy, rng)  # simple shares rng (see the docstring)
+    opponent = label_opponent(job.opponent, player.policy, rng, player.config)  # simple shares rng (see the docstring)
     records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q", "labelled")}
     scores_seen, round_points, rounds = [], [], []
     num_players = player.config.num_players
@@ -512,8 +521,9 @@ def main(argv: list[str] | None = None) -> dict:
                if getattr(args, name) != LABEL_OPTIONS[key]}
     if not args.reuse_labels:
         # (the table labelling_config would give, from the start already loaded)
-        check_rollout_player(args.rollout_player, make_config(start["metadata"]["rules"],
-                                                              num_players=start["metadata"]["num_players"]))
+        table = make_config(start["metadata"]["rules"], num_players=start["metadata"]["num_players"])
+        check_rollout_player(args.rollout_player, table)
+        check_label_opponent(args.label_opponent, table)
         # The options together, as a job checks them (a rollout depth with own_penalty or with a
         # bot in the learner's seat, the label opponent policy with a bot there, are refused).
         unpack_job(("", "", 0, 0, options))

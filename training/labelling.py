@@ -87,9 +87,11 @@ class LabelJob(NamedTuple):
 #: What a job's options may set, and the defaults (the labels of jobs written before them).
 LABEL_OPTIONS = {"reward": "points", "depth": 0, "top": 0, "rollout": "policy", "opponent": "simple"}
 #: Who plays the seats other than the learner's (``training.improve --label-opponent``), at the
-#: labelling matches' tables and in every rollout: ``simple`` (the shipped recipes), or ``policy``,
+#: labelling matches' tables and in every rollout: ``simple`` (the shipped recipes), ``policy``,
 #: the policy being labelled itself, greedy (self-play: each action is valued against the policy's
-#: own replies, not against ``simple``'s).
+#: own replies, not against ``simple``'s), or any bot spec that may teach a training stage
+#: (``check_label_opponent``), such as ``lookahead``: one instance plays every other seat, seeded
+#: from the job's generator at the matches' tables and with the label's tie seed in each rollout.
 LABEL_OPPONENTS = ("simple", "policy")
 
 
@@ -113,6 +115,33 @@ def check_rollout_player(spec: str, config=None) -> None:
     check_teacher(spec, "rollout player", config or make_config("classic"))
 
 
+def check_label_opponent(spec: str, config=None) -> None:
+    """A ValueError unless ``spec`` can play the other seats of the labelling matches and rollouts
+    (``training.improve --label-opponent``): ``simple``, ``policy`` or a bot spec that may teach a
+    training stage (``training.league.check_teacher``: no held-out bot, no time limit), checked for
+    ``config``'s table (default classic)."""
+    if spec in LABEL_OPPONENTS:
+        return
+    from .league import check_teacher
+
+    check_teacher(spec, "label opponent", config or make_config("classic"))
+
+
+def opponent_bot(spec: str, seed: int, config):
+    """The other seats' player in a rollout of label opponent ``spec``: ``None`` for ``simple``
+    (``simple_action_for_state`` with the rollout's generator) and ``policy`` (the network), else
+    the bot seeded with the label's tie seed (the same for every action of a decision)."""
+    return None if spec in LABEL_OPPONENTS else rollout_bot(spec, seed, config)
+
+
+def bot_action(bot, state, scores, seat: int, target: int) -> int:
+    """``bot``'s move for ``seat`` from its observation; a forced move without asking it."""
+    legal = state.legal_actions()
+    if len(legal) == 1:
+        return legal[0]
+    return bot.act({"observation": encode(state, scores, target, seat), "action_mask": state.legal_mask()})
+
+
 def rollout_bot(spec: str, seed: int, config):
     """The learner's player in a rollout of ``rollout_player`` ``spec`` (not ``policy``): ``None`` for
     ``simple``, which plays from the rollout's own tie-break generator as the other seats do, else
@@ -124,19 +153,17 @@ def rollout_bot(spec: str, seed: int, config):
     return make_policy(spec, seed, config)
 
 
-def finish_round(state, scores, learner: int, rng: random.Random, learner_bot, target: int) -> None:
-    """Play ``state`` to the end of its round: ``simple`` with tie-breaks from ``rng`` in every seat but
-    the learner's, which ``learner_bot`` plays from its observation (``None``: ``simple`` too)."""
+def finish_round(state, scores, learner: int, rng: random.Random, learner_bot, target: int,
+                 other_bot=None) -> None:
+    """Play ``state`` to the end of its round: ``learner_bot`` in the learner's seat and ``other_bot``
+    in every other seat, each from its observation (``bot_action``); ``None`` for either is ``simple``
+    with tie-breaks from ``rng``."""
     while not state.is_over:
-        if learner_bot is None or state.current != learner:
+        bot = learner_bot if state.current == learner else other_bot
+        if bot is None:
             state.apply_unchecked(simple_action_for_state(state, rng))
-            continue
-        legal = state.legal_actions()
-        if len(legal) == 1:
-            state.apply_unchecked(legal[0])
-            continue
-        observation = {"observation": encode(state, scores, target, learner), "action_mask": state.legal_mask()}
-        state.apply_unchecked(learner_bot.act(observation))
+        else:
+            state.apply_unchecked(bot_action(bot, state, scores, state.current, target))
 
 
 def unpack_job(job: tuple) -> LabelJob:
@@ -154,8 +181,9 @@ def unpack_job(job: tuple) -> LabelJob:
     options = {**LABEL_OPTIONS, **options}
     reward, depth, top, rollout = options["reward"], options["depth"], options["top"], options["rollout"]
     opponent = options["opponent"]
-    if opponent not in LABEL_OPPONENTS:
-        raise ValueError(f"label opponent {opponent!r}; allowed: {', '.join(LABEL_OPPONENTS)}")
+    if not isinstance(opponent, str):
+        raise ValueError(f"label opponent {opponent!r}; allowed: {', '.join(LABEL_OPPONENTS)} or a bot spec "
+                         "such as lookahead")
     if opponent == "policy" and rollout != "policy":
         raise ValueError(f"the label opponent 'policy' plays the other seats with the network, which the rollout "
                          f"player {rollout!r} (a bot in the learner's seat, no network in the rollouts) leaves out; "
@@ -242,15 +270,18 @@ class _Rollout:
         self.seed, self.choices = seed, 0
 
 
-def _advance(rollout: _Rollout, learner: int, opponent: str = "simple") -> bool:
-    """Play ``simple`` (the ``opponent`` ``"simple"``) and forced moves until a seat the network
-    plays (the learner's; every seat's, the ``opponent`` ``"policy"``) has a choice (True) or the
-    round ends."""
+def _advance(rollout: _Rollout, learner: int, opponent: str = "simple", other_bot=None, target: int = 0) -> bool:
+    """Play the other seats (``simple``; ``other_bot``, a bot label opponent's) and forced moves
+    until a seat the network plays (the learner's; every seat's, the ``opponent`` ``"policy"``) has
+    a choice (True) or the round ends."""
     state = rollout.state
     network_everywhere = opponent == "policy"
     while not state.is_over:
         if state.current != learner and not network_everywhere:
-            state.apply_unchecked(simple_action_for_state(state, rollout.rng))
+            if other_bot is None:
+                state.apply_unchecked(simple_action_for_state(state, rollout.rng))
+            else:
+                state.apply_unchecked(bot_action(other_bot, state, rollout.scores, state.current, target))
             continue
         legal = state.legal_actions()
         if len(legal) > 1:
@@ -297,16 +328,19 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
     if rollout_player != "policy":
         for rollout in rollouts:
             bot = rollout_bot(rollout_player, rollout.seed, config)
-            finish_round(rollout.state, rollout.scores, learner, rollout.rng, bot, target)
+            finish_round(rollout.state, rollout.scores, learner, rollout.rng, bot, target,
+                         opponent_bot(opponent, rollout.seed, config))
             _write_label(rollout, learner, reward, q, round_points)
         return
     encoder = PackedEncoder(config.num_players, target)
     for begin in range(0, len(rollouts), rollout_batch):
         waiting = rollouts[begin: begin + rollout_batch]
+        # A bot label opponent: one per rollout, seeded as in the unbatched path.
+        other_bots = {id(r): opponent_bot(opponent, r.seed, config) for r in waiting}
         while waiting:
             pending, estimated = [], []
             for rollout in waiting:
-                if _advance(rollout, learner, opponent):
+                if _advance(rollout, learner, opponent, other_bots[id(rollout)], target):
                     if rollout.state.current != learner:
                         pending.append(rollout)  # an opponent's choice (the opponent "policy")
                         continue
@@ -332,12 +366,17 @@ def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarra
             waiting = pending
 
 
-def label_opponent(name: str, policy, rng: random.Random):
+def label_opponent(name: str, policy, rng: random.Random, config):
     """The player of the labelling matches' other seats: ``policy`` itself (``name`` ``"policy"``),
-    or ``simple`` drawing its tie-breaks from ``rng``, the job's generator, shared with the
-    continuation seeds (so the same job gives the same labels on either path)."""
+    ``simple`` drawing its tie-breaks from ``rng``, the job's generator, shared with the
+    continuation seeds (so the same job gives the same labels on either path), or the bot ``name``
+    seeded with the generator's first draw."""
     if name == "policy":
         return policy
+    if name != "simple":
+        from okgin_env.evaluate import make_policy
+
+        return make_policy(name, rng.getrandbits(32), config)
     opponent = SimpleBot()
     opponent.rng = rng
     return opponent
@@ -416,9 +455,10 @@ def _label_decisions_batched(job: tuple, rollout_batch: int) -> dict[str, np.nda
     torch.set_num_threads(1)
     config = labelling_config(checkpoint, job.rules)
     check_rollout_player(job.rollout, config)
+    check_label_opponent(job.opponent, config)
     policy = load_policy(checkpoint, rules=config)
     rng = random.Random(job.seed)
-    opponent = label_opponent(job.opponent, policy, rng)
+    opponent = label_opponent(job.opponent, policy, rng, config)
     records: dict[str, list] = {k: [] for k in LABEL_KEYS if k != "q"}
     labelled: list[np.ndarray] = []
     scores_seen: list[list[int]] = []
