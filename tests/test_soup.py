@@ -1,0 +1,73 @@
+"""training.soup: the weight average of policy files of one table and one network."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from training.policy import load_checkpoint, write_checkpoint  # noqa: E402
+from training.soup import average_checkpoints, cli  # noqa: E402
+
+PENALTY_3P = "checkpoints/okgin_penalty_3p.pt"
+
+
+def test_the_average_is_the_mean_of_every_tensor_and_plays(tmp_path):
+    import numpy as np
+
+    from okgin_env import make_config
+    from okgin_env.match_loop import play_match
+    from training import load_policy
+
+    start = load_checkpoint(PENALTY_3P)
+    moved = {name: tensor + 0.5 if tensor.is_floating_point() else tensor for name, tensor in start["model"].items()}
+    other = tmp_path / "moved.pt"
+    write_checkpoint(other, {**start, "model": moved})
+    out = tmp_path / "soup.pt"
+    assert cli(["--out", str(out), PENALTY_3P, str(other)]) == 0
+    soup = load_checkpoint(out, rules="penalty", num_players=3)
+    for name, tensor in start["model"].items():
+        torch.testing.assert_close(soup["model"][name], tensor + 0.25 if tensor.is_floating_point() else tensor)
+    assert [source["path"] for source in soup["metadata"]["averaged_from"]] == [PENALTY_3P, str(other)]
+    assert all(len(source["sha256"]) == 64 for source in soup["metadata"]["averaged_from"])
+    # The same file twice averages to itself.
+    same = average_checkpoints([PENALTY_3P, PENALTY_3P])
+    assert all(torch.equal(same["model"][name], tensor) for name, tensor in start["model"].items())
+    config = make_config("penalty", num_players=3)
+    policy = load_policy(str(out), rules="penalty", num_players=3)
+    game = play_match(config, [policy, policy, policy], np.random.default_rng(3), max_rounds=3)
+    assert game.rounds >= 1
+
+
+def test_files_of_other_tables_or_networks_are_refused(tmp_path, capsys):
+    out = tmp_path / "soup.pt"
+    assert cli(["--out", str(out), PENALTY_3P, "checkpoints/okgin_classic.pt"]) == 2
+    assert "only files of one table and one network" in capsys.readouterr().err and not out.exists()
+    assert cli(["--out", str(out), PENALTY_3P]) == 2
+    assert "at least two policy files" in capsys.readouterr().err and not out.exists()
+    assert cli(["--out", str(tmp_path / "soup.txt"), PENALTY_3P, PENALTY_3P]) == 2
+    assert "ends in .pt" in capsys.readouterr().err
+    assert cli(["--out", str(out), PENALTY_3P, str(tmp_path / "missing.pt")]) == 2
+    assert "does not exist" in capsys.readouterr().err and not out.exists()
+    start = load_checkpoint(PENALTY_3P)
+    name = next(iter(start["model"]))
+    cut = tmp_path / "cut.pt"
+    write_checkpoint(cut, {**start, "model": {k: v for k, v in start["model"].items() if k != name}})
+    with pytest.raises(ValueError):
+        average_checkpoints([PENALTY_3P, cut])  # (the loader or the average refuses it)
+
+
+def test_the_shipped_3_player_file_is_the_average_of_the_shipped_files_it_names():
+    """``okgin_penalty_3p.pt`` lists its inputs (``averaged_from``): they are shipped, have the bytes
+    recorded, and their average is its weights, tensor for tensor."""
+    import hashlib
+    from pathlib import Path
+
+    shipped = load_checkpoint(PENALTY_3P, rules="penalty", num_players=3)
+    sources = shipped["metadata"]["averaged_from"]
+    assert len(sources) == 4
+    for source in sources:
+        assert hashlib.sha256(Path(source["path"]).read_bytes()).hexdigest() == source["sha256"], source["path"]
+    average = average_checkpoints([source["path"] for source in sources])
+    for name, tensor in shipped["model"].items():
+        assert torch.equal(average["model"][name], tensor), name

@@ -1,0 +1,92 @@
+"""Average the weights of policy files that share one network (a "model soup").
+
+    python -m training.soup --out runs/soup.pt runs/a/fitted.pt runs/b/fitted.pt runs/c/fitted.pt
+
+Improvement steps (``training.improve``) from one start, or a chain of them, move the weights a
+little each; their uniform average keeps what the fits agree on and averages out part of what
+each one learned from its own labels' noise. It is a plain mean of every floating-point tensor
+(integer tensors, if any, must be equal and are kept).
+
+Every input is read with ``training.policy.load_checkpoint`` (``weights_only=True``, validated),
+and all must be made for the same table (rules preset and player count) with the same network
+(the same tensors, names and shapes, the same observation layout and inputs); a mismatch is an
+error that names the two files and what differs, and nothing is written. The output is written
+atomically, loads with ``training.load_policy`` like any policy file, and keeps the first input's
+metadata, with ``averaged_from`` added: each input's path and the sha256 of its bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .policy import CheckpointError, load_checkpoint, write_checkpoint
+
+PROG = "python -m training.soup"
+#: Metadata that must agree for two files to share one network and one table.
+SAME_METADATA = ("rules", "num_players", "observation_version", "observation_size", "hidden", "outlook_features")
+
+
+def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
+    """The payload of the uniform weight average of the policy files ``paths`` (two or more)."""
+    if len(paths) < 2:
+        raise ValueError(f"give at least two policy files to average, got {len(paths)}")
+    payloads = [load_checkpoint(path) for path in paths]
+    first, first_path = payloads[0], paths[0]
+    for path, payload in zip(paths[1:], payloads[1:]):
+        for key in SAME_METADATA:
+            mine, theirs = first["metadata"].get(key), payload["metadata"].get(key)
+            if mine != theirs:
+                raise ValueError(f"{path} has {key} {theirs!r}, {first_path} has {mine!r}: only files of one "
+                                 "table and one network can be averaged")
+        if set(payload["model"]) != set(first["model"]):
+            missing = sorted(set(first["model"]) ^ set(payload["model"]))
+            raise ValueError(f"{path} and {first_path} have other tensors ({', '.join(missing[:4])}): "
+                             "only files of one network can be averaged")
+        for name, tensor in payload["model"].items():
+            if tensor.shape != first["model"][name].shape or tensor.dtype != first["model"][name].dtype:
+                raise ValueError(f"{path}: tensor {name} is {tuple(tensor.shape)} {tensor.dtype}, in {first_path} "
+                                 f"{tuple(first['model'][name].shape)} {first['model'][name].dtype}")
+            if not tensor.is_floating_point() and not torch.equal(tensor, first["model"][name]):
+                raise ValueError(f"{path}: integer tensor {name} differs from {first_path}'s and cannot be averaged")
+    model = {}
+    for name, tensor in first["model"].items():
+        if tensor.is_floating_point():
+            model[name] = torch.stack([payload["model"][name] for payload in payloads]).mean(dim=0)
+        else:
+            model[name] = tensor.clone()
+    sources = [{"path": str(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()} for path in paths]
+    return {"format": first["format"], "model": model, "metadata": {**first["metadata"], "averaged_from": sources}}
+
+
+def main(argv: list[str] | None = None) -> Path:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="the averaged policy file to write (.pt)")
+    parser.add_argument("inputs", nargs="+", help="two or more policy files of one table and one network")
+    args = parser.parse_args(argv)
+    if not args.out.endswith(".pt"):
+        raise ValueError(f"--out {args.out!r}: a policy file's name ends in .pt")
+    payload = average_checkpoints(args.inputs)
+    write_checkpoint(args.out, payload)
+    load_checkpoint(args.out)  # what was written reads back and validates
+    print(f"wrote {args.out}: the average of {len(args.inputs)} files")
+    return Path(args.out)
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m training.soup``: exit 2 with a message on bad input (nothing written)."""
+    try:
+        main(argv)
+    except (ValueError, CheckpointError) as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
