@@ -11,7 +11,8 @@ Every input is read with ``training.policy.load_checkpoint`` (``weights_only=Tru
 and all must be made for the same table (rules preset and player count) with the same network
 (the same tensors, names and shapes, the same observation layout and inputs); a mismatch is an
 error that names the two files and what differs, and nothing is written. The output is written
-atomically, loads with ``training.load_policy`` like any policy file, and keeps the first input's
+atomically (an existing ``--out`` is replaced; it may be one of the inputs, which are all read
+first), loads with ``training.load_policy`` like any policy file, and keeps the first input's
 metadata, with ``averaged_from`` added: each input's path and the sha256 of its bytes.
 """
 
