@@ -30,6 +30,9 @@ def test_the_average_is_the_mean_of_every_tensor_and_plays(tmp_path):
         torch.testing.assert_close(soup["model"][name], tensor + 0.25 if tensor.is_floating_point() else tensor)
     assert [source["path"] for source in soup["metadata"]["averaged_from"]] == [PENALTY_3P, str(other)]
     assert all(len(source["sha256"]) == 64 for source in soup["metadata"]["averaged_from"])
+    # The output may be one of the inputs (all are read before it is written).
+    assert cli(["--out", str(other), PENALTY_3P, str(other)]) == 0
+    torch.testing.assert_close(load_checkpoint(other)["model"], soup["model"])
     # The same file twice averages to itself.
     same = average_checkpoints([PENALTY_3P, PENALTY_3P])
     assert all(torch.equal(same["model"][name], tensor) for name, tensor in start["model"].items())
