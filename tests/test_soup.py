@@ -56,8 +56,12 @@ def test_files_of_other_tables_or_networks_are_refused(tmp_path, capsys):
     name = next(iter(start["model"]))
     cut = tmp_path / "cut.pt"
     write_checkpoint(cut, {**start, "model": {k: v for k, v in start["model"].items() if k != name}})
-    with pytest.raises(ValueError):
-        average_checkpoints([PENALTY_3P, cut])  # (the loader or the average refuses it)
+    with pytest.raises(ValueError, match="does not match the network"):
+        average_checkpoints([PENALTY_3P, cut])  # (load_checkpoint refuses it)
+    wide = tmp_path / "float64.pt"
+    write_checkpoint(wide, {**start, "model": {k: v.double() for k, v in start["model"].items()}})
+    assert cli(["--out", str(out), PENALTY_3P, str(wide)]) == 2
+    assert "torch.float64, in" in capsys.readouterr().err and not out.exists()
 
 
 def test_the_shipped_3_player_file_is_the_average_of_the_shipped_files_it_names():

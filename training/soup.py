@@ -4,13 +4,13 @@
 
 Improvement steps (``training.improve``) from one start, or a chain of them, move the weights a
 little each; their uniform average keeps what the fits agree on and averages out part of what
-each one learned from its own labels' noise. It is a plain mean of every floating-point tensor
-(integer tensors, if any, must be equal and are kept).
+each one learned from its own labels' noise. It is a plain mean of every tensor.
 
-Every input is read with ``training.policy.load_checkpoint`` (``weights_only=True``, validated),
-and all must be made for the same table (rules preset and player count) with the same network
-(the same tensors, names and shapes, the same observation layout and inputs); a mismatch is an
-error that names the two files and what differs, and nothing is written. The output is written
+Every input is read with ``training.policy.load_checkpoint`` (``weights_only=True``, validated:
+exactly the network's floating-point tensors, of the shapes its metadata gives), and all must be
+made for the same table (rules preset and player count) with the same network (the same
+observation size, hidden width and outlook inputs, hence the same tensors and shapes, and the same
+dtypes); a mismatch is an error that names the two files and what differs, and nothing is written. The output is written
 atomically (an existing ``--out`` is replaced; it may be one of the inputs, which are all read
 first), loads with ``training.load_policy`` like any policy file, and keeps the first input's
 metadata, with ``averaged_from`` added: each input's path and the sha256 of its bytes.
@@ -29,8 +29,9 @@ import torch
 from .policy import CheckpointError, load_checkpoint, write_checkpoint
 
 PROG = "python -m training.soup"
-#: Metadata that must agree for two files to share one network and one table.
-SAME_METADATA = ("rules", "num_players", "observation_version", "observation_size", "hidden", "outlook_features")
+#: Metadata that must agree for two files to share one table and one network (``load_checkpoint``
+#: checks each file's tensors against the shapes the last three give).
+SAME_METADATA = ("rules", "num_players", "observation_size", "hidden", "outlook_features")
 
 
 def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
@@ -45,22 +46,11 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
             if mine != theirs:
                 raise ValueError(f"{path} has {key} {theirs!r}, {first_path} has {mine!r}: only files of one "
                                  "table and one network can be averaged")
-        if set(payload["model"]) != set(first["model"]):
-            missing = sorted(set(first["model"]) ^ set(payload["model"]))
-            raise ValueError(f"{path} and {first_path} have other tensors ({', '.join(missing[:4])}): "
-                             "only files of one network can be averaged")
         for name, tensor in payload["model"].items():
-            if tensor.shape != first["model"][name].shape or tensor.dtype != first["model"][name].dtype:
-                raise ValueError(f"{path}: tensor {name} is {tuple(tensor.shape)} {tensor.dtype}, in {first_path} "
-                                 f"{tuple(first['model'][name].shape)} {first['model'][name].dtype}")
-            if not tensor.is_floating_point() and not torch.equal(tensor, first["model"][name]):
-                raise ValueError(f"{path}: integer tensor {name} differs from {first_path}'s and cannot be averaged")
-    model = {}
-    for name, tensor in first["model"].items():
-        if tensor.is_floating_point():
-            model[name] = torch.stack([payload["model"][name] for payload in payloads]).mean(dim=0)
-        else:
-            model[name] = tensor.clone()
+            if tensor.dtype != first["model"][name].dtype:
+                raise ValueError(f"{path}: tensor {name} is {tensor.dtype}, in {first_path} {first['model'][name].dtype}")
+    model = {name: torch.stack([payload["model"][name] for payload in payloads]).mean(dim=0)
+             for name in first["model"]}
     sources = [{"path": str(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()} for path in paths]
     return {"format": first["format"], "model": model, "metadata": {**first["metadata"], "averaged_from": sources}}
 
