@@ -72,7 +72,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.observation import encode
 from okgin_env.rules.config import make_config
 
@@ -243,10 +242,8 @@ def rollout_points(player: _Player, state, scores, learner: int, seed: int, rewa
             state.apply_unchecked(player.action(state, scores, learner))
         elif opponent == "policy":
             state.apply_unchecked(player.action(state, scores, state.current))
-        elif other_bot is not None:
-            state.apply_unchecked(bot_action(other_bot, state, scores, state.current, target))
         else:
-            state.apply_unchecked(simple_action_for_state(state, rng))
+            state.apply_unchecked(bot_action(other_bot, state, scores, state.current, target, rng))
     return label_value(state.outcome, learner, reward), learner_first(state.outcome.points, learner)
 
 

@@ -134,8 +134,11 @@ def opponent_bot(spec: str, seed: int, config):
     return None if spec in LABEL_OPPONENTS else rollout_bot(spec, seed, config)
 
 
-def bot_action(bot, state, scores, seat: int, target: int) -> int:
-    """``bot``'s move for ``seat`` from its observation; a forced move without asking it."""
+def bot_action(bot, state, scores, seat: int, target: int, rng: random.Random) -> int:
+    """``bot``'s move for ``seat`` from its observation, a forced move without asking it; ``bot``
+    ``None``: ``simple``'s, with tie-breaks from ``rng`` (``simple_action_for_state``)."""
+    if bot is None:
+        return simple_action_for_state(state, rng)
     legal = state.legal_actions()
     if len(legal) == 1:
         return legal[0]
@@ -160,10 +163,7 @@ def finish_round(state, scores, learner: int, rng: random.Random, learner_bot, t
     with tie-breaks from ``rng``."""
     while not state.is_over:
         bot = learner_bot if state.current == learner else other_bot
-        if bot is None:
-            state.apply_unchecked(simple_action_for_state(state, rng))
-        else:
-            state.apply_unchecked(bot_action(bot, state, scores, state.current, target))
+        state.apply_unchecked(bot_action(bot, state, scores, state.current, target, rng))
 
 
 def unpack_job(job: tuple) -> LabelJob:
@@ -278,10 +278,7 @@ def _advance(rollout: _Rollout, learner: int, opponent: str = "simple", other_bo
     network_everywhere = opponent == "policy"
     while not state.is_over:
         if state.current != learner and not network_everywhere:
-            if other_bot is None:
-                state.apply_unchecked(simple_action_for_state(state, rollout.rng))
-            else:
-                state.apply_unchecked(bot_action(other_bot, state, rollout.scores, state.current, target))
+            state.apply_unchecked(bot_action(other_bot, state, rollout.scores, state.current, target, rollout.rng))
             continue
         legal = state.legal_actions()
         if len(legal) > 1:
@@ -374,9 +371,7 @@ def label_opponent(name: str, policy, rng: random.Random, config):
     if name == "policy":
         return policy
     if name != "simple":
-        from okgin_env.evaluate import make_policy
-
-        return make_policy(name, rng.getrandbits(32), config)
+        return rollout_bot(name, rng.getrandbits(32), config)
     opponent = SimpleBot()
     opponent.rng = rng
     return opponent
