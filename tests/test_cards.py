@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from okgin_env import card_id, card_str
+from okgin_env.rules.cards import from_mask, to_mask
 from okgin_env.rules.match import MatchState
 from okgin_env.rules.config import make_config
 from okgin_env.rules.round import check_deck
@@ -49,3 +50,15 @@ def test_ordered_decks_are_accepted():
     assert check_deck(np.arange(52)[::-1]) == list(range(51, -1, -1))
     assert check_deck(tuple(range(52))) == list(range(52))
     assert check_deck(range(52)) == list(range(52))
+
+
+def test_from_mask_lists_the_cards_of_any_mask_ascending():
+    """``from_mask`` (four table lookups for a deck's masks) is the ascending list of set bits,
+    for the empty hand, the full deck, random masks and bits past the deck."""
+    rng = np.random.default_rng(3)
+    masks = [0, (1 << 52) - 1, 1, 1 << 51, 1 << 52 | 1, 1 << 60 | 1 << 13]
+    masks += [int(sum(1 << int(c) for c in rng.choice(52, size=k, replace=False))) for k in rng.integers(0, 53, 500)]
+    for mask in masks:
+        expected = [bit for bit in range(mask.bit_length()) if mask >> bit & 1]
+        assert from_mask(mask) == expected
+        assert to_mask(from_mask(mask)) == mask

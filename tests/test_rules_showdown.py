@@ -346,3 +346,33 @@ def test_spade_double_from_the_table():
     state.apply(knock("2C"))
     assert state.outcome.deadwood == [39, 1]
     assert state.outcome.points == [0, 76] and state.outcome.rewards == [-76.0, 76.0]
+
+
+# ----------------------------------------------------------------------------- the showdown memo
+
+
+def test_a_remembered_showdown_is_scored_afresh():
+    """A knock's scoring is remembered (rollouts end in the same positions again and again): the
+    same knock again gives an equal outcome, a new object the caller may change without changing
+    any later one, the spade double applies after the memo, and an emptied memo changes nothing."""
+    from okgin_env.rules import showdown as module
+    from okgin_env.rules.memo import clear_memos
+
+    hands = [LAYOFF_KNOCKER, HOLDS_6H, HOLDS_5H_TH]
+    clear_memos()
+    assert not module._KNOCK_SCORING
+    first = showdown(hands, rules="penalty")
+    assert len(module._KNOCK_SCORING) == 1
+    expected = first.to_dict()
+    first.points[1] += 100
+    first.deadwood[0] = -1
+    first.melds[0].clear()
+    first.layoffs[1].append(0)
+    again = showdown(hands, rules="penalty")
+    assert again is not first and again.to_dict() == expected
+    assert len(module._KNOCK_SCORING) == 1  # the second came from the memo
+    doubled = showdown(hands, rules="penalty", upcard="9S", spade_double=True)
+    assert doubled.points == [2 * p for p in expected["points"]]
+    clear_memos()
+    assert not module._KNOCK_SCORING
+    assert showdown(hands, rules="penalty").to_dict() == expected

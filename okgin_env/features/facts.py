@@ -92,7 +92,7 @@ class _Facts:
     """What one decision's network features share, from the seat's own observation: computed once."""
 
     __slots__ = ("hand", "taken", "top_card", "opponent_known", "unseen", "opponent_wants", "opponent_avoids",
-                 "knock_limit", "stock_fraction", "hand_deadwood", "_after")
+                 "knock_limit", "stock_fraction", "hand_deadwood", "_after", "_discards_known")
 
     def __init__(self, hand: int, taken: int, top_card: int, discard_pile: int, known: int, passed: int,
                  knock_limit: float, stock_fraction: float):
@@ -109,6 +109,7 @@ class _Facts:
         self.stock_fraction = stock_fraction
         self.hand_deadwood = deadwood_of_mask(hand)
         self._after: dict[int, int] = {}
+        self._discards_known = False
 
     def deadwood_after(self, card: int) -> int:
         """``_deadwood_after`` of ``card``, or with ``card = -1`` ``_deadwood_after_taking``; each once."""
@@ -118,10 +119,16 @@ class _Facts:
                 after = _deadwood_after_taking(self.hand, 1 << self.top_card)
                 self._after[card] = after
             else:
-                # A discard decision asks about (nearly) every card: all of them in one solver pass.
-                self._after.update(deadwood_after_discards(self.hand, self.hand))
-                after = self._after[card]
+                after = self.discard_afters()[card]
         return after
+
+    def discard_afters(self) -> dict[int, int]:
+        """``{card: _deadwood_after(card)}`` for every card of the hand (and the ``-1`` entry once
+        asked for): a discard decision asks about (nearly) every card, so all in one solver pass."""
+        if not self._discards_known:
+            self._after.update(deadwood_after_discards(self.hand, self.hand))
+            self._discards_known = True
+        return self._after
 
 
 # ----------------------------------------------------------------------------- one decision's facts

@@ -80,18 +80,20 @@ def _action_rows(facts: _Facts, actions: Sequence[int]) -> list[list[float]]:
     return rows
 
 
+def _context_row(facts: _Facts) -> list[float]:
+    """The ``NUM_CONTEXT_FEATURES`` context features as Python floats (stored as float32 by the caller)."""
+    return [
+        facts.hand_deadwood / 50.0,
+        facts.knock_limit / 10.0,
+        facts.stock_fraction,
+        facts.opponent_known.bit_count() / 5.0,
+        facts.hand.bit_count() / 11.0,
+        1.0 if facts.knock_limit == 0 else 0.0,
+    ]
+
+
 def _context(facts: _Facts) -> np.ndarray:
-    return np.array(
-        [
-            facts.hand_deadwood / 50.0,
-            facts.knock_limit / 10.0,
-            facts.stock_fraction,
-            facts.opponent_known.bit_count() / 5.0,
-            facts.hand.bit_count() / 11.0,
-            1.0 if facts.knock_limit == 0 else 0.0,
-        ],
-        dtype=np.float32,
-    )
+    return np.array(_context_row(facts), dtype=np.float32)
 
 
 def action_features(view: ObservationView, actions: Sequence[int]) -> np.ndarray:
@@ -161,7 +163,7 @@ def decision_features_of_facts(
 def _batch_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]], width: int) -> tuple[np.ndarray, np.ndarray]:
     """The 17 columns of ``decision_features_batch`` from each decision's facts."""
     count = len(facts)
-    contexts = np.stack([_context(f) for f in facts]) if count else np.zeros((0, NUM_CONTEXT_FEATURES), np.float32)
+    contexts = np.array([_context_row(f) for f in facts], dtype=np.float32).reshape(count, NUM_CONTEXT_FEATURES)
     lengths = [len(legal) for legal in actions]
     for length in lengths:
         if length > width:
@@ -177,13 +179,13 @@ def _batch_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]], width
     action = np.fromiter(chain.from_iterable(actions), dtype=np.int64, count=total)
     afters = []
     for f, legal in zip(facts, actions):
-        for a in legal:
-            if a >= DISCARD_BASE:
-                afters.append(f.deadwood_after(a - (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE)))
-            elif a == DRAW_STOCK or f.top_card < 0:
-                afters.append(0)
-            else:
-                afters.append(f.deadwood_after(-1))
+        if legal and legal[0] >= DISCARD_BASE:  # a discard decision: discards and knocks only
+            table = f.discard_afters()
+            afters += [table[a - (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE)] for a in legal]
+        elif f.top_card < 0:
+            afters += [0] * len(legal)
+        else:
+            afters += [0 if a == DRAW_STOCK else f.deadwood_after(-1) for a in legal]
     after = np.array(afters, dtype=np.float64)
     # Kinds 0-2 are the draw-phase action ids themselves (draw stock, take discard, pass).
     kind = np.where(action >= KNOCK_BASE, 4, np.where(action >= DISCARD_BASE, 3, action))

@@ -16,6 +16,7 @@ import numpy as np
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS
 from ..rules.cards import NUM_CARDS, SUIT_MASK
 from ..rules.melds import RUN_DEADWOOD, RUN_DEADWOOD_AFTER_DROP, best_discard_deadwood_of_mask
+from ..rules.memo import new_memo
 from .facts import _Facts, _popcount
 
 NUM_OUTLOOK_FEATURES = 3
@@ -132,7 +133,7 @@ def _outlook_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]]) -> 
 
 #: Outlook rows already computed, by (hand, unseen cards, knock limit): rollouts and batches meet
 #: the same positions again (about half the rows of a labelling job). Emptied when full.
-_OUTLOOK_MEMO: dict[tuple[int, int, int], np.ndarray] = {}
+_OUTLOOK_MEMO: dict[tuple[int, int, int], np.ndarray] = new_memo()
 _OUTLOOK_MEMO_LIMIT = 1 << 17
 
 

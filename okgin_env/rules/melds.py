@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .cards import NUM_RANKS, SUIT_MASK, from_mask, to_mask
+from .memo import new_memo, remember
 
 _NO_CARD = 10_000  # "infinite" deadwood for impossible choices (e.g. dropping from an empty suit)
 
@@ -69,20 +70,22 @@ _DROP_CHANGE = [after - before for after, before in zip(RUN_DEADWOOD_AFTER_DROP,
 _MAX_SET_RANKS_FOR_ENUMERATION = 4
 
 
-#: Memos of the two solvers for hands holding a rank three or four times, the only hands that need
-#: the set enumeration (a few microseconds; the other hands cost four table lookups, less than a
+#: Memos of the solvers (least deadwood, after the best discard, after each discard) for hands
+#: holding a rank three or four times, the only hands that need the set enumeration (a few microseconds; the other hands cost four table lookups, less than a
 #: dict lookup). Rollouts and searches meet the same hands again and again (measured: 70% of the
 #: labelling's solver calls repeat a hand), so each set hand is solved once. Keyed by the mask as
-#: an int; emptied when full, which bounds the memory (a few MB) at no bookkeeping per call.
-_SET_HAND_DEADWOOD: dict[int, int] = {}
-_SET_HAND_BEST_DISCARD: dict[int, int] = {}
+#: an int; emptied when full (``memo.remember``), which bounds the memory to a few MB.
+_SET_HAND_DEADWOOD: dict[int, int] = new_memo()
+_SET_HAND_BEST_DISCARD: dict[int, int] = new_memo()
+_SET_HAND_AFTER_DISCARDS: dict[int, list[tuple[int, int]]] = new_memo()
+#: ``best_melds`` by hand, every hand (7-15 microseconds to arrange, under 1 to copy a remembered
+#: arrangement into fresh lists; 61% of a labelling job's showdown hands repeat one seen before).
+_BEST_MELDS: dict[int, tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]] = new_memo()
 _MEMO_LIMIT = 1 << 16
 
 
-def _remember(memo: dict[int, int], mask: int, value: int) -> None:
-    if len(memo) >= _MEMO_LIMIT:
-        memo.clear()
-    memo[int(mask)] = value
+def _remember(memo: dict, mask: int, value) -> None:
+    remember(memo, int(mask), value, _MEMO_LIMIT)
 
 
 def _split(mask: int) -> tuple[int, int, int, int]:
@@ -177,23 +180,76 @@ def deadwood_after_discards(mask: int, cards: int) -> list[tuple[int, int]]:
     ``mask``), ascending. A hand with no rank held three times (most hands) needs no solver call:
     removing a card changes only its own suit's run-only deadwood, one table lookup per card."""
     suits = _split(mask)
-    result = []
-    rest = cards
+    result: list[tuple[int, int]] = []
     if _ranks_held_three_times(*suits):
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            result.append((low.bit_length() - 1, deadwood_of_mask(mask ^ low)))
-        return result
+        every = _SET_HAND_AFTER_DISCARDS.get(mask)
+        if every is None:
+            every = _set_hand_after_discards(mask, suits)
+            _remember(_SET_HAND_AFTER_DISCARDS, mask, every)
+        if cards == mask:
+            return list(every)
+        return [entry for entry in every if cards >> entry[0] & 1]
     table = RUN_DEADWOOD
-    base = sum(table[bits] for bits in suits)
-    while rest:
-        low = rest & -rest
-        rest ^= low
-        card = low.bit_length() - 1
-        suit_bits = suits[card // NUM_RANKS]
-        result.append((card, base - table[suit_bits] + table[suit_bits ^ (1 << card % NUM_RANKS)]))
+    base = table[suits[0]] + table[suits[1]] + table[suits[2]] + table[suits[3]]
+    for offset, bits in zip(_SUIT_OFFSETS, suits):
+        if bits:
+            result += [(offset + rank, base + change) for rank, change in _drop_changes(bits)]
+    if cards != mask:
+        return [entry for entry in result if cards >> entry[0] & 1]
     return result
+
+
+_SUIT_OFFSETS = (0, NUM_RANKS, 2 * NUM_RANKS, 3 * NUM_RANKS)
+#: For a suit mask, ``(rank, change of its run-only deadwood when that card leaves)`` for each of
+#: its cards, filled as suit masks are met (at most 8,192 entries).
+_DROP_CHANGES: dict[int, tuple[tuple[int, int], ...]] = {}
+
+
+def _drop_changes(bits: int) -> tuple[tuple[int, int], ...]:
+    changes = _DROP_CHANGES.get(bits)
+    if changes is None:
+        table = RUN_DEADWOOD
+        changes = _DROP_CHANGES[bits] = tuple(
+            (rank, table[bits ^ 1 << rank] - table[bits]) for rank in range(NUM_RANKS) if bits >> rank & 1)
+    return changes
+
+
+def _set_hand_after_discards(mask: int, suits: tuple[int, int, int, int]) -> list[tuple[int, int]]:
+    """``deadwood_after_discards(mask, mask)`` for a hand holding a rank three or four times, in one
+    pass over its set choices. The hand less a card ``c`` has exactly the set choices of the hand
+    that leave ``c`` out of every set (a four with ``c`` becomes the three without it, which is
+    one of them); under each, removing ``c`` changes only its suit's run-only deadwood."""
+    set_ranks = _ranks_held_three_times(*suits)
+    if set_ranks.bit_count() > _MAX_SET_RANKS_FOR_ENUMERATION:
+        return [(card, deadwood_of_mask(mask ^ 1 << card)) for card in from_mask(mask)]
+    table = RUN_DEADWOOD
+    # Leaves share most of their suits: for each suit's cards left for runs, the least deadwood of
+    # any leaf leaving exactly those, before the removal.
+    least_by_suit: tuple[dict[int, int], ...] = ({}, {}, {}, {})
+    for leaf in _set_choice_leaves(suits, set_ranks):
+        base = table[leaf[0]] + table[leaf[1]] + table[leaf[2]] + table[leaf[3]]
+        for least, bits in zip(least_by_suit, leaf):
+            if base < least.get(bits, _NO_CARD):
+                least[bits] = base
+    best: dict[int, int] = {}
+    for offset, least in zip(_SUIT_OFFSETS, least_by_suit):
+        for bits, base in least.items():
+            for rank, change in _drop_changes(bits):
+                card, value = offset + rank, base + change
+                if value < best.get(card, _NO_CARD):
+                    best[card] = value
+    return [(card, best[card]) for card in from_mask(mask)]
+
+
+def _set_choice_leaves(suits: tuple[int, int, int, int], set_ranks: int) -> list[tuple[int, int, int, int]]:
+    """The suit masks left for runs under every way of melding (or not) a set of each rank in ``set_ranks``."""
+    leaves = [suits]
+    rest = set_ranks
+    while rest:
+        rank_bit = rest & -rest
+        rest ^= rank_bit
+        leaves += [choice for leaf in leaves for choice in _set_choices(leaf, rank_bit)]
+    return leaves
 
 
 def _deadwood_by_rank_dp(mask: int) -> int:
@@ -346,33 +402,53 @@ def _suit_runs(suit: int, suit_mask: int) -> list[list[int]]:
 
 
 def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
-    """One arrangement with the minimum deadwood: ``(melds, deadwood_cards)``, each sorted by id."""
+    """One arrangement with the minimum deadwood: ``(melds, deadwood_cards)``, each sorted by id.
+
+    The arrangement is the first in the set enumeration's order (no set of a rank before its
+    sets, ranks from Ace up) that reaches the minimum, which the solver gives beforehand: the
+    enumeration stops there."""
     mask = to_mask(cards)
+    known = _BEST_MELDS.get(mask)
+    if known is None:
+        known = _best_melds_of_mask(mask)
+        _remember(_BEST_MELDS, mask, known)
+    melds, loose = known
+    return [list(meld) for meld in melds], list(loose)
+
+
+def _best_melds_of_mask(mask: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     suits = _split(mask)
-    best: tuple[int, tuple[int, ...], tuple[int, int, int, int]] | None = None
-
-    def search(current: tuple[int, int, int, int], set_ranks: int, taken_sets: tuple[int, ...]) -> None:
-        nonlocal best
-        if not set_ranks:
-            value = _leaf_deadwood(*current)
-            if best is None or value < best[0]:
-                best = (value, taken_sets, current)
-            return
-        rank_bit = set_ranks & -set_ranks
-        rest = set_ranks ^ rank_bit
-        search(current, rest, taken_sets)
-        for remaining in _set_choices(current, rank_bit):
-            taken = 0
-            for i in range(4):
-                taken |= (current[i] & ~remaining[i]) << (13 * i)
-            search(remaining, rest, taken_sets + (taken,))
-
-    search(suits, _ranks_held_three_times(*suits), ())
-    assert best is not None
-    _, set_masks, remaining = best
+    set_ranks = _ranks_held_three_times(*suits)
+    set_masks: tuple[int, ...] = ()
+    remaining = suits
+    if set_ranks:
+        found = _first_arrangement(suits, set_ranks, (), deadwood_of_mask(mask))
+        assert found is not None, "the solver's minimum is reached by some set choice"
+        set_masks, remaining = found
     melds = [from_mask(m) for m in set_masks]
     for suit in range(4):
         melds.extend(_suit_runs(suit, remaining[suit]))
     melded = to_mask(c for meld in melds for c in meld)
     melds.sort()
-    return melds, from_mask(mask & ~melded)
+    return tuple(map(tuple, melds)), tuple(from_mask(mask & ~melded))
+
+
+def _first_arrangement(suits: tuple[int, int, int, int], set_ranks: int, taken_sets: tuple[int, ...],
+                       target: int) -> tuple[tuple[int, ...], tuple[int, int, int, int]] | None:
+    """``(set masks, suit masks left for runs)`` of the first set choice over ``set_ranks`` whose
+    run-only deadwood is ``target``, or None."""
+    if not set_ranks:
+        return (taken_sets, suits) if _leaf_deadwood(*suits) == target else None
+    rank_bit = set_ranks & -set_ranks
+    rest = set_ranks ^ rank_bit
+    found = _first_arrangement(suits, rest, taken_sets, target)
+    if found is not None:
+        return found
+    for remaining in _set_choices(suits, rank_bit):
+        taken = 0
+        for i in range(4):
+            taken |= (suits[i] & ~remaining[i]) << (13 * i)
+        found = _first_arrangement(remaining, rest, taken_sets + (taken,), target)
+        if found is not None:
+            return found
+    return None
