@@ -6,8 +6,12 @@ shared machine hurts both alike:
 
 * ``single``: ``training.improve.label_decisions``, every learner decision of every rollout a
   forward pass of batch 1 (the path before batching);
-* ``batched``: ``training.labelling.label_decisions_batched``, all rollouts of a job in lockstep
-  and one forward pass per step for all of them.
+* ``batched``: ``training.labelling.label_decisions_batched``, up to ``--rollout-batch``
+  rollouts of a job in lockstep and one forward pass per step for all of them.
+
+Every timed run starts from empty solver memos (``okgin_env.rules.memo.clear_memos``): the second
+path would otherwise find the first one's answers for the very same positions remembered. A
+labelling worker keeps its memos from job to job, so this is the pessimistic figure.
 
 It reports the median milliseconds per labelled decision per core (process CPU time by default,
 steadier than wall time on a shared machine; ``--clock wall`` for wall time), the ratio, whether
@@ -41,6 +45,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from okgin_env.rules.memo import clear_memos  # noqa: E402
 from training.improve import label_decisions  # noqa: E402
 from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions_batched, value_scale  # noqa: E402
 from training.model import PolicyValueNet  # noqa: E402
@@ -117,6 +122,7 @@ def main() -> None:
         job = (args.checkpoint, args.rules, 1000 + repeat, args.decisions)
         labels = {}
         for name, function in paths.items():
+            clear_memos()  # each path starts cold: no solver answer remembered from another path's run of this job
             start = clock()
             labels[name] = function(job)
             times[name].append((clock() - start) * 1000 / args.decisions)
@@ -126,6 +132,7 @@ def main() -> None:
         print(f"repeat {repeat + 1}: {timings} per labelled decision; identical labels (single, batched): {same}",
               flush=True)
     medians = {name: statistics.median(values) for name, values in times.items()}
+    clear_memos()
     network_ms = network_share(paths["batched"], (args.checkpoint, args.rules, 1000, args.decisions), clock)
     print(f"batched path, one more run: {network_ms:.2f} ms per labelled decision in the network's forward passes", flush=True)
     result = {

@@ -223,7 +223,8 @@ def test_features_read_from_states_are_those_of_their_views(table):
         for seat in range(n):
             expected = features._training_facts(view_of_state(st, scores, config.target_score, seat))
             got = features.facts_of_state(st, seat, pile)
-            assert all(getattr(got, name) == getattr(expected, name) for name in features._Facts.__slots__ if name != "_after")
+            assert all(getattr(got, name) == getattr(expected, name) for name in features._Facts.__slots__
+                       if name not in ("_after", "_discards_known"))
     encoder = PackedEncoder(n, config.target_score)
     acting = [(st, scores) for st, scores in states if not st.is_over]
     for seat in range(n):
@@ -237,6 +238,17 @@ def test_features_read_from_states_are_those_of_their_views(table):
             assert np.array_equal(tensors[0].numpy(), np.stack([encode(st, sc, config.target_score, seat) for st, sc in group]))
             for got, want in zip(tensors[1:], expected):
                 assert np.array_equal(got.numpy(), want.numpy())
+    # Without a seat, each state is read for its own seat to act (the rollouts mix seats in one pass).
+    assert len({st.current for st, _ in acting}) == n
+    for outlook in (False, True):
+        tensors, actions = encode_states(encoder, [st for st, _ in acting], [sc for _, sc in acting], outlook=outlook)
+        views = [view_of_state(st, sc, config.target_score, st.current) for st, sc in acting]
+        expected, expected_actions = encode_views(views, n, max(len(v.legal) for v in views), outlook)
+        assert actions == expected_actions
+        assert np.array_equal(tensors[0].numpy(),
+                              np.stack([encode(st, sc, config.target_score, st.current) for st, sc in acting]))
+        for got, want in zip(tensors[1:], expected):
+            assert np.array_equal(got.numpy(), want.numpy())
     other = [(st, scores) for st, scores in acting if st.current != 0][:5]
     with pytest.raises(ValueError, match="not to act"):
         encode_states(encoder, [st for st, _ in other], [sc for _, sc in other], 0)

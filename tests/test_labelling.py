@@ -24,7 +24,7 @@ CLASSIC = "checkpoints/okgin_classic.pt"
     ("checkpoints/okgin_penalty_3p.pt", "penalty", 8),  # stock reshuffles: each rollout its own generator
     ("checkpoints/okgin_penalty_4p.pt", "penalty", 9),
 ])
-@pytest.mark.parametrize("rollout_batch", [1, 1024])
+@pytest.mark.parametrize("rollout_batch", [1, 5, 1024])  # 5: rollouts of both learner seats refill a small pool
 def test_batched_labels_are_identical_to_the_single_rollout_labels(checkpoint, rules, seed, rollout_batch):
     job = (checkpoint, rules, seed, 12)
     single = label_decisions(job)

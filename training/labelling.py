@@ -12,12 +12,12 @@ tuple, same arrays) in two passes:
    main line never depends on the labels, so this is the same sequence of matches.
 2. **Roll out in lockstep.** Every (decision, action) pair (with a ``top``, the policy's ``top``
    best-scored actions of the decision) becomes a rollout with its own
-   ``random.Random(seed)`` for the simple player's tie-breaks (as in the unbatched path). All
-   rollouts advance together: each one runs ``simple`` and forced moves until the learner has
-   a choice; then the observations of every waiting rollout go through the network in one
-   forward pass (``rollout_batch`` rows at most) and each takes its greedy action. A rollout's
-   moves depend only on its own state and generator, so the order in which rollouts advance
-   changes nothing.
+   ``random.Random(seed)`` for the simple player's tie-breaks (as in the unbatched path). Up to
+   ``rollout_batch`` rollouts advance together, whatever their learner's seat: each one runs
+   ``simple`` and forced moves until the network has a choice; then the observations of every
+   waiting rollout go through the network in one forward pass and each takes its greedy
+   action; finished rollouts make room for the next. A rollout's moves depend only on its own
+   state and generator, so the order in which rollouts advance changes nothing.
 
 The one possible difference from the unbatched path is floating-point: a batched matrix product
 may round differently from a batch of one, which could flip a greedy choice between two actions
@@ -33,6 +33,7 @@ import os
 import random
 import tempfile
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,7 +44,6 @@ from okgin_env.bots.simple import SimpleBot, simple_action_for_state
 from okgin_env.match_loop import play_match
 from okgin_env.observation import PackedEncoder, encode
 from okgin_env.rules.config import make_config
-from okgin_env.rules.round import Phase
 
 from .features import MAX_LEGAL_ACTIONS
 from .policy import decision_forward, encode_decision, encode_states, load_checkpoint, load_policy
@@ -261,20 +261,21 @@ def labelling_config(checkpoint: str, rules: str):
 
 class _Rollout:
     """One action of one labelled decision, played out to the end of its round (or to the learner's
-    ``depth``-th choice, ``choices`` counting those reached)."""
+    ``depth``-th choice, ``choices`` counting those reached); ``learner`` is the seat of its match's
+    learner, ``other_bot`` the other seats' bot (a bot label opponent's, ``opponent_bot``; else ``None``)."""
 
-    __slots__ = ("state", "seed", "rng", "scores", "row", "column", "choices")
+    __slots__ = ("state", "seed", "rng", "scores", "row", "column", "choices", "learner", "other_bot")
 
-    def __init__(self, state, seed: int, scores, row: int, column: int):
+    def __init__(self, state, seed: int, scores, row: int, column: int, learner: int):
         self.state, self.rng, self.scores, self.row, self.column = state, random.Random(seed), scores, row, column
-        self.seed, self.choices = seed, 0
+        self.seed, self.choices, self.learner, self.other_bot = seed, 0, learner, None
 
 
-def _advance(rollout: _Rollout, learner: int, opponent: str = "simple", other_bot=None, target: int = 0) -> bool:
-    """Play the other seats (``simple``; ``other_bot``, a bot label opponent's) and forced moves
-    until a seat the network plays (the learner's; every seat's, the ``opponent`` ``"policy"``) has
-    a choice (True) or the round ends."""
-    state = rollout.state
+def _advance(rollout: _Rollout, opponent: str = "simple", target: int = 0) -> bool:
+    """Play the other seats (``simple``, or the rollout's ``other_bot``) and forced moves until a seat
+    the network plays (the learner's; every seat's, the ``opponent`` ``"policy"``) has a choice
+    (True) or the round ends."""
+    state, learner, other_bot = rollout.state, rollout.learner, rollout.other_bot
     network_everywhere = opponent == "policy"
     while not state.is_over:
         if state.current != learner and not network_everywhere:
@@ -287,80 +288,80 @@ def _advance(rollout: _Rollout, learner: int, opponent: str = "simple", other_bo
     return False
 
 
-def _forward(model, rollouts: list[_Rollout], seat: int, encoder: PackedEncoder):
-    """``(logits, values, legal actions)`` of ``seat``'s decision in every rollout (one forward
-    pass), its inputs read straight from the round states (the action rows cut to the widest legal
-    set: padding rows only add -inf logits)."""
-    inputs, actions = encode_states(encoder, [r.state for r in rollouts], [r.scores for r in rollouts], seat,
-                                    model.outlook)
+def _forward(model, rollouts: list[_Rollout], encoder: PackedEncoder):
+    """``(logits, values, legal actions)`` of the decision of the seat to act in every rollout (one
+    forward pass; the seats may differ), its inputs read straight from the round states (the action
+    rows cut to the widest legal set: padding rows only add -inf logits)."""
+    inputs, actions = encode_states(encoder, [r.state for r in rollouts], [r.scores for r in rollouts],
+                                    outlook=model.outlook)
     with torch.no_grad():
         logits, values = model(*inputs)
     return logits, values, actions
 
 
-def _act_greedy(model, rollouts: list[_Rollout], seat: int, encoder: PackedEncoder) -> None:
-    """Apply the network's greedy action for ``seat`` in every rollout (one forward pass)."""
-    logits, _, actions = _forward(model, rollouts, seat, encoder)
+def _act_greedy(model, rollouts: list[_Rollout], encoder: PackedEncoder) -> None:
+    """Apply the network's greedy action for the seat to act in every rollout (one forward pass)."""
+    logits, _, actions = _forward(model, rollouts, encoder)
     for rollout, choice, legal_actions in zip(rollouts, torch.argmax(logits, dim=-1).tolist(), actions):
         rollout.state.apply_unchecked(legal_actions[choice])
 
 
-def _write_label(rollout: _Rollout, learner: int, reward: str, q: np.ndarray, round_points: np.ndarray) -> None:
-    outcome = rollout.state.outcome
+def _write_label(rollout: _Rollout, reward: str, q: np.ndarray, round_points: np.ndarray) -> None:
+    outcome, learner = rollout.state.outcome, rollout.learner
     q[rollout.row, rollout.column] = label_value(outcome, learner, reward)
     round_points[rollout.row, rollout.column] = learner_first(outcome.points, learner)
 
 
-def roll_out(model, rollouts: list[_Rollout], learner: int, config, q: np.ndarray, round_points: np.ndarray,
+def roll_out(model, rollouts: list[_Rollout], config, q: np.ndarray, round_points: np.ndarray,
              rollout_batch: int, reward: str = "points", depth: int = 0, scale: float = 0.0,
              rollout_player: str = "policy", opponent: str = "simple") -> None:
-    """Play every rollout to the end of its round; write the learner's round points (``label_value``)
+    """Play every rollout to the end of its round; write its learner's round points (``label_value``)
     into ``q[row, column]``, and every seat's (``learner_first``) into ``round_points[row, column]``
-    (left as they were where a rollout stops early). ``depth > 0``: a rollout that reaches the learner's ``depth``-th choice stops there,
-    and its label is the value head's estimate of the round's points from the learner's
-    observation (times ``scale``, see ``value_scale``). A ``rollout_player`` other than
-    ``"policy"`` plays the learner's seat instead of the network (``finish_round``, no forward passes);
-    the ``opponent`` ``"policy"`` has the network play the other seats too (``LABEL_OPPONENTS``)."""
+    (left as they were where a rollout stops early). ``depth > 0``: a rollout that reaches the
+    learner's ``depth``-th choice stops there, and its label is the value head's estimate of the
+    round's points from the learner's observation (times ``scale``, see ``value_scale``). A
+    ``rollout_player`` other than ``"policy"`` plays the learner's seat instead of the network
+    (``finish_round``, no forward passes); the ``opponent`` ``"policy"`` has the network play the
+    other seats too (``LABEL_OPPONENTS``).
+
+    At most ``rollout_batch`` rollouts are in play at once, whatever their learner's seat; each
+    pass advances them all to the network's next decision and decides all of those in one forward
+    pass, and rollouts that finished make room for the next ones: fewer, fuller passes, each with
+    a fixed cost in numpy and torch calls whatever its size."""
     target = config.target_score
     if rollout_player != "policy":
         for rollout in rollouts:
             bot = rollout_bot(rollout_player, rollout.seed, config)
-            finish_round(rollout.state, rollout.scores, learner, rollout.rng, bot, target,
+            finish_round(rollout.state, rollout.scores, rollout.learner, rollout.rng, bot, target,
                          opponent_bot(opponent, rollout.seed, config))
-            _write_label(rollout, learner, reward, q, round_points)
+            _write_label(rollout, reward, q, round_points)
         return
     encoder = PackedEncoder(config.num_players, target)
-    for begin in range(0, len(rollouts), rollout_batch):
-        waiting = rollouts[begin: begin + rollout_batch]
-        # A bot label opponent: one per rollout, seeded as in the unbatched path.
-        other_bots = {id(r): opponent_bot(opponent, r.seed, config) for r in waiting}
-        while waiting:
-            pending, estimated = [], []
-            for rollout in waiting:
-                if _advance(rollout, learner, opponent, other_bots[id(rollout)], target):
-                    if rollout.state.current != learner:
-                        pending.append(rollout)  # an opponent's choice (the opponent "policy")
-                        continue
-                    rollout.choices += 1
-                    (estimated if rollout.choices == depth else pending).append(rollout)
-                else:
-                    _write_label(rollout, learner, reward, q, round_points)
-            if estimated:
-                _, values, _ = _forward(model, estimated, learner, encoder)
-                for rollout, value in zip(estimated, (values * scale).tolist()):
-                    q[rollout.row, rollout.column] = value
-            if not pending:
-                break
-            # Draw decisions have 2 legal actions, discards up to 22: one forward pass for each
-            # seat and kind, the action rows cut to the widest legal set (padding rows only add
-            # -inf logits). The groups are formed before any acts (a draw moves its rollout on to
-            # a discard, which must wait for the next pass).
-            groups: dict[tuple[int, bool], list[_Rollout]] = {}
-            for rollout in pending:
-                groups.setdefault((rollout.state.current, rollout.state.phase is Phase.DISCARD), []).append(rollout)
-            for (seat, _), group in sorted(groups.items(), key=lambda item: item[0]):
-                _act_greedy(model, group, seat, encoder)
-            waiting = pending
+    queue = iter(rollouts)
+    moving: list[_Rollout] = []  # rollouts that just acted, or were just taken from the queue
+    while True:
+        for rollout in islice(queue, rollout_batch - len(moving)):
+            rollout.other_bot = opponent_bot(opponent, rollout.seed, config)  # seeded as in the unbatched path
+            moving.append(rollout)
+        if not moving:
+            break
+        pending, estimated = [], []
+        for rollout in moving:
+            if _advance(rollout, opponent, target):
+                if rollout.state.current != rollout.learner:
+                    pending.append(rollout)  # an opponent's choice (the opponent "policy")
+                    continue
+                rollout.choices += 1
+                (estimated if rollout.choices == depth else pending).append(rollout)
+            else:
+                _write_label(rollout, reward, q, round_points)
+        if estimated:
+            _, values, _ = _forward(model, estimated, encoder)
+            for rollout, value in zip(estimated, (values * scale).tolist()):
+                q[rollout.row, rollout.column] = value
+        if pending:
+            _act_greedy(model, pending, encoder)
+        moving = pending
 
 
 def label_opponent(name: str, policy, rng: random.Random, config):
@@ -389,6 +390,7 @@ def play_learner_matches(config, policy, opponent, seed: int, count: int, on_cho
     num_players = config.num_players
     seen = 0
     learner = 0
+    hooked: list = [None, None]  # the observation the hook last encoded, and its inputs
 
     def hook(match, seat: int, observation: dict[str, np.ndarray]) -> bool:
         nonlocal seen
@@ -396,16 +398,26 @@ def play_learner_matches(config, policy, opponent, seed: int, count: int, on_cho
             return True  # stops the match
         if seat != learner or np.count_nonzero(observation["action_mask"]) < 2:
             return False
-        on_choice(match, learner, observation,
-                  encode_decision(observation["observation"], observation["action_mask"], num_players,
-                                  policy.model.outlook))
+        encoded = encode_decision(observation["observation"], observation["action_mask"], num_players,
+                                  policy.model.outlook)
+        on_choice(match, learner, observation, encoded)
+        hooked[:] = observation, encoded
         seen += 1
         return False
+
+    class Learner:
+        """``policy``, acting on the hook's inputs for the observation it just encoded (not twice)."""
+
+        @staticmethod
+        def act(observation: dict[str, np.ndarray]) -> int:
+            if observation is hooked[0]:
+                return policy.act_encoded(observation["observation"], hooked[1])
+            return policy.act(observation)
 
     game = 0
     while seen < count:
         learner = game % num_players
-        policies = [policy if s == learner else opponent for s in range(num_players)]
+        policies = [Learner if s == learner else opponent for s in range(num_players)]
         round_hook = None if on_round is None else (lambda match, outcome, seat=learner: on_round(seat, outcome))
         play_match(config, policies, np.random.default_rng([seed, game]), on_decision=hook, on_round=round_hook)
         game += 1
@@ -458,8 +470,7 @@ def _label_decisions_batched(job: tuple, rollout_batch: int) -> dict[str, np.nda
     labelled: list[np.ndarray] = []
     scores_seen: list[list[int]] = []
     rounds: list[list[int]] = []
-    # (learner seat, [rollouts]) per match: a rollout's learner is its match's learner seat.
-    rollouts_by_learner: dict[int, list[_Rollout]] = {}
+    rollouts: list[_Rollout] = []
 
     def collect(match, learner: int, observation: dict[str, np.ndarray], encoded: tuple) -> None:
         actions = encoded[-1]
@@ -472,7 +483,7 @@ def _label_decisions_batched(job: tuple, rollout_batch: int) -> dict[str, np.nda
             # plays exactly as a clone and skips copying the generator (a third of the collection).
             trial = match.round.clone() if config.reshuffle_stock else match.round.copy()
             trial.apply_unchecked(actions[column])
-            rollouts_by_learner.setdefault(learner, []).append(_Rollout(trial, tie_seed, scores, row, column))
+            rollouts.append(_Rollout(trial, tie_seed, scores, row, column, learner))
         record_inputs(records, observation, encoded)
         labelled.append(labelled_flags(columns))
         scores_seen.append(learner_first(scores, learner))
@@ -483,9 +494,8 @@ def _label_decisions_batched(job: tuple, rollout_batch: int) -> dict[str, np.nda
     decisions = len(records["obs"])
     q = np.zeros((decisions, MAX_LEGAL_ACTIONS), dtype=np.float32)
     round_points = np.full((decisions, MAX_LEGAL_ACTIONS, config.num_players), -1, dtype=np.int16)
-    for seat, rollouts in rollouts_by_learner.items():
-        roll_out(policy.model, rollouts, seat, config, q, round_points, rollout_batch, job.reward, job.depth, scale,
-                 job.rollout, job.opponent)
+    roll_out(policy.model, rollouts, config, q, round_points, rollout_batch, job.reward, job.depth, scale, job.rollout,
+             job.opponent)
     extra = {"labelled": np.stack(labelled)} if job.top else {}
     return {**{k: np.stack(v) for k, v in records.items()}, "q": q, **extra,
             **outcome_arrays(scores_seen, round_points, rounds, config.num_players)}

@@ -265,9 +265,10 @@ def encode_views(views, num_players: int, width: int = MAX_LEGAL_ACTIONS, outloo
     return tuple(torch.from_numpy(x) for x in (contexts, features, ids, legal)), actions
 
 
-def encode_states(encoder: PackedEncoder, states, scores, observer: int, outlook: bool = False):
-    """The network's inputs for seat ``observer``'s decision in each round state of ``states``
-    (the seat to act in every one), read straight from the states: ``((observations, context,
+def encode_states(encoder: PackedEncoder, states, scores, observer: int | None = None, outlook: bool = False):
+    """The network's inputs for the decision of the seat to act in each round state of ``states``
+    (``observer``, if given, must be that seat in every one; the seats may differ otherwise),
+    read straight from the states: ``((observations, context,
     action features, action ids, legal flags), each decision's legal actions)``, the action rows cut
     to the widest legal set. ``scores[k]`` are the match totals by seat of ``states[k]``;
     ``encoder`` is a ``PackedEncoder`` of the table's player count and target score. Equal, array
@@ -286,12 +287,12 @@ def encode_states(encoder: PackedEncoder, states, scores, observer: int, outlook
     masks = np.empty((count, NUM_ACTIONS), dtype=np.int8)
     acting = encoder.unpack(encoder.pack_acting(states, piles, range(count)),
                             np.asarray(scores, dtype=np.int64).reshape(count, -1), observations, masks)
-    if np.any(acting != observer):
+    if observer is not None and np.any(acting != observer):
         raise ValueError(f"encode_states reads the decisions of the seat to act; seat {observer} is not to act in every state")
     actions = [list(st.legal_actions()) for st in states]
     width = max(len(legal) for legal in actions)
     contexts, features = decision_features_of_facts(
-        [facts_of_state(st, observer, pile) for st, pile in zip(states, piles)], actions, width, outlook)
+        [facts_of_state(st, st.current, pile) for st, pile in zip(states, piles)], actions, width, outlook)
     ids, legal = _action_slots(actions, width)
     return tuple(torch.from_numpy(x) for x in (observations, contexts, features, ids, legal)), actions
 
@@ -337,7 +338,11 @@ class NetworkPolicy:
             raise ValueError(f"action_mask must have shape ({NUM_ACTIONS},), got {np.shape(mask)}")
         if not np.any(mask):  # the same words as the bots
             raise ValueError("no legal action: this observation is not for the agent to act")
-        encoded = encode_decision(flat, mask, self.num_players, self.model.outlook)
+        return self.act_encoded(flat, encode_decision(flat, mask, self.num_players, self.model.outlook))
+
+    def act_encoded(self, flat: np.ndarray, encoded: tuple) -> int:
+        """``act`` of an observation whose inputs ``encode_decision`` already gave (``encoded``;
+        ``flat`` its observation vector): for callers that encoded it for their own use."""
         actions = encoded[-1]
         if len(actions) == 1:
             return actions[0]
