@@ -169,6 +169,13 @@ def test_the_batched_features_are_the_one_decision_features_bit_for_bit(table):
     for k, (v, legal) in enumerate(zip(views, actions)):
         context, expected = decision_features(v, legal)
         assert np.array_equal(contexts[k], context) and np.array_equal(rows[k], expected), k
+    # Any lists of actions, not only the engine's legal sets: unordered, draws and discards mixed.
+    odd = [list(reversed(legal)) + ([0] if legal[0] >= DISCARD_BASE else [DISCARD_BASE + (v.hand & -v.hand).bit_length() - 1])
+           for v, legal in zip(views[:40], actions[:40])]
+    odd_contexts, odd_rows = decision_features_batch(views[:40], odd)
+    for k, (v, legal) in enumerate(zip(views[:40], odd)):
+        context, expected = decision_features(v, legal)
+        assert np.array_equal(odd_contexts[k], context) and np.array_equal(odd_rows[k], expected), (k, legal)
     width = max(len(a) for a in actions)
     assert np.array_equal(decision_features_batch(views, actions, width)[1], rows[:, :width])
     with pytest.raises(ValueError, match="do not fit"):

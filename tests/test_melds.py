@@ -669,3 +669,11 @@ def test_remembered_arrangements_are_handed_out_as_fresh_lists():
     loose.clear()
     assert okgin_env.best_melds(hand) == expected
     check_best_melds(hand)
+    # numpy integer ids, remembered or not, get the same answer.
+    import numpy as np
+
+    from okgin_env.rules.memo import clear_memos
+
+    clear_memos()
+    assert okgin_env.best_melds(np.array(hand, dtype=np.int64)) == expected
+    assert okgin_env.best_melds(np.array(hand, dtype=np.int64)) == expected

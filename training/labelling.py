@@ -328,6 +328,8 @@ def roll_out(model, rollouts: list[_Rollout], config, q: np.ndarray, round_point
     pass advances them all to the network's next decision and decides all of those in one forward
     pass, and rollouts that finished make room for the next ones: fewer, fuller passes, each with
     a fixed cost in numpy and torch calls whatever its size."""
+    if rollout_batch < 1:
+        raise ValueError(f"rollout_batch must be at least 1, got {rollout_batch}")
     target = config.target_score
     if rollout_player != "policy":
         for rollout in rollouts:
@@ -355,10 +357,12 @@ def roll_out(model, rollouts: list[_Rollout], config, q: np.ndarray, round_point
                 (estimated if rollout.choices == depth else pending).append(rollout)
             else:
                 _write_label(rollout, reward, q, round_points)
+                rollout.other_bot = None  # the job keeps every rollout: keep no finished one's bot
         if estimated:
             _, values, _ = _forward(model, estimated, encoder)
             for rollout, value in zip(estimated, (values * scale).tolist()):
                 q[rollout.row, rollout.column] = value
+                rollout.other_bot = None
         if pending:
             _act_greedy(model, pending, encoder)
         moving = pending

@@ -179,13 +179,17 @@ def _batch_rows(facts: Sequence[_Facts], actions: Sequence[Sequence[int]], width
     action = np.fromiter(chain.from_iterable(actions), dtype=np.int64, count=total)
     afters = []
     for f, legal in zip(facts, actions):
-        if legal and legal[0] >= DISCARD_BASE:  # a discard decision: discards and knocks only
+        if legal and min(legal) >= DISCARD_BASE:  # a discard decision: discards and knocks only
             table = f.discard_afters()
             afters += [table[a - (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE)] for a in legal]
-        elif f.top_card < 0:
-            afters += [0] * len(legal)
-        else:
-            afters += [0 if a == DRAW_STOCK else f.deadwood_after(-1) for a in legal]
+            continue
+        for a in legal:
+            if a >= DISCARD_BASE:
+                afters.append(f.deadwood_after(a - (KNOCK_BASE if a >= KNOCK_BASE else DISCARD_BASE)))
+            elif a == DRAW_STOCK or f.top_card < 0:
+                afters.append(0)
+            else:
+                afters.append(f.deadwood_after(-1))
     after = np.array(afters, dtype=np.float64)
     # Kinds 0-2 are the draw-phase action ids themselves (draw stock, take discard, pass).
     kind = np.where(action >= KNOCK_BASE, 4, np.where(action >= DISCARD_BASE, 3, action))

@@ -70,18 +70,22 @@ _DROP_CHANGE = [after - before for after, before in zip(RUN_DEADWOOD_AFTER_DROP,
 _MAX_SET_RANKS_FOR_ENUMERATION = 4
 
 
-#: Memos of the solvers (least deadwood, after the best discard, after each discard) for hands
-#: holding a rank three or four times, the only hands that need the set enumeration (a few microseconds; the other hands cost four table lookups, less than a
-#: dict lookup). Rollouts and searches meet the same hands again and again (measured: 70% of the
-#: labelling's solver calls repeat a hand), so each set hand is solved once. Keyed by the mask as
-#: an int; emptied when full (``memo.remember``), which bounds the memory to a few MB.
+#: Memos of the solvers (least deadwood, after the best discard, after each discard, in the
+#: order of the hand's cards) for hands holding a rank three or four times, the only hands that
+#: need the set enumeration (a few microseconds; the other hands cost a few table lookups, less
+#: than a dict lookup). Rollouts and searches meet the same hands again and again (measured: 70%
+#: of the labelling's solver calls repeat a hand), so each set hand is solved once. Keyed by the
+#: mask as an int; emptied when full (``memo.remember``), which bounds the memory: about 5, 5
+#: and 13 MB when full (measured with labelling jobs).
 _SET_HAND_DEADWOOD: dict[int, int] = new_memo()
 _SET_HAND_BEST_DISCARD: dict[int, int] = new_memo()
-_SET_HAND_AFTER_DISCARDS: dict[int, list[tuple[int, int]]] = new_memo()
-#: ``best_melds`` by hand, every hand (7-15 microseconds to arrange, under 1 to copy a remembered
-#: arrangement into fresh lists; 61% of a labelling job's showdown hands repeat one seen before).
-_BEST_MELDS: dict[int, tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]] = new_memo()
+_SET_HAND_AFTER_DISCARDS: dict[int, tuple[int, ...]] = new_memo()
 _MEMO_LIMIT = 1 << 16
+#: ``best_melds`` by hand, every hand (7-15 microseconds to arrange, under 1 to copy a remembered
+#: arrangement into fresh lists; 61% of a labelling job's showdown hands repeat one seen before),
+#: at most 16,384 hands (about 6 MB).
+_BEST_MELDS: dict[int, tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]] = new_memo()
+_BEST_MELDS_LIMIT = 1 << 14
 
 
 def _remember(memo: dict, mask: int, value) -> None:
@@ -182,13 +186,14 @@ def deadwood_after_discards(mask: int, cards: int) -> list[tuple[int, int]]:
     suits = _split(mask)
     result: list[tuple[int, int]] = []
     if _ranks_held_three_times(*suits):
-        every = _SET_HAND_AFTER_DISCARDS.get(mask)
-        if every is None:
-            every = _set_hand_after_discards(mask, suits)
-            _remember(_SET_HAND_AFTER_DISCARDS, mask, every)
+        values = _SET_HAND_AFTER_DISCARDS.get(mask)
+        if values is None:
+            values = tuple(value for _, value in _set_hand_after_discards(mask, suits))
+            _remember(_SET_HAND_AFTER_DISCARDS, mask, values)
+        result = list(zip(from_mask(mask), values))
         if cards == mask:
-            return list(every)
-        return [entry for entry in every if cards >> entry[0] & 1]
+            return result
+        return [entry for entry in result if cards >> entry[0] & 1]
     table = RUN_DEADWOOD
     base = table[suits[0]] + table[suits[1]] + table[suits[2]] + table[suits[3]]
     for offset, bits in zip(_SUIT_OFFSETS, suits):
@@ -404,14 +409,15 @@ def _suit_runs(suit: int, suit_mask: int) -> list[list[int]]:
 def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
     """One arrangement with the minimum deadwood: ``(melds, deadwood_cards)``, each sorted by id.
 
-    The arrangement is the first in the set enumeration's order (no set of a rank before its
-    sets, ranks from Ace up) that reaches the minimum, which the solver gives beforehand: the
-    enumeration stops there."""
-    mask = to_mask(cards)
+    The set choices are tried in a fixed order (for each rank held three or four times, from the
+    Ace up: first no set of that rank, then each of its sets), and the first choice that reaches
+    the minimum deadwood is taken; the solver gives the minimum beforehand, so the search stops
+    there."""
+    mask = int(to_mask(cards))  # numpy integer ids give a numpy mask
     known = _BEST_MELDS.get(mask)
     if known is None:
         known = _best_melds_of_mask(mask)
-        _remember(_BEST_MELDS, mask, known)
+        remember(_BEST_MELDS, mask, known, _BEST_MELDS_LIMIT)
     melds, loose = known
     return [list(meld) for meld in melds], list(loose)
 
