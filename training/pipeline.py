@@ -37,7 +37,9 @@ playing the learner's seat against ``PENALTY_POOL`` in the other seats), its fin
 evaluated on 200 matches; then improvement steps of ``PENALTY_STEP_DECISIONS`` (100,000)
 decisions each, ``PENALTY_STEP_COUNT`` of them (eight at 2 or 3 players, six at 4, as made the
 shipped files; the shipped 3-player file is then the weight average of steps 7 to 9 and a
-300,000-label step from step 8, ``training.soup``, which this command does not run). The first step's rollouts play ``lookahead`` in the learner's seat
+300,000-label step from step 8, ``training.soup``, and the shipped 4-player file a seventh step of
+400,000 labels fitted with 100,000 more, neither of which this command runs). The first step's
+rollouts play ``lookahead`` in the learner's seat
 (``training.improve --rollout-player lookahead``: each action valued by the teacher's
 continuation, so the step improves on the teacher); the later steps' rollouts play the policy
 itself, which by then plays better than its teacher. Every step's fit is the all-actions policy
