@@ -184,21 +184,19 @@ def deadwood_after_discards(mask: int, cards: int) -> list[tuple[int, int]]:
     ``mask``), ascending. A hand with no rank held three times (most hands) needs no solver call:
     removing a card changes only its own suit's run-only deadwood, one table lookup per card."""
     suits = _split(mask)
-    result: list[tuple[int, int]] = []
     if _ranks_held_three_times(*suits):
         values = _SET_HAND_AFTER_DISCARDS.get(mask)
         if values is None:
-            values = tuple(value for _, value in _set_hand_after_discards(mask, suits))
+            values = _set_hand_after_discards(mask, suits)
             _remember(_SET_HAND_AFTER_DISCARDS, mask, values)
         result = list(zip(from_mask(mask), values))
-        if cards == mask:
-            return result
-        return [entry for entry in result if cards >> entry[0] & 1]
-    table = RUN_DEADWOOD
-    base = table[suits[0]] + table[suits[1]] + table[suits[2]] + table[suits[3]]
-    for offset, bits in zip(_SUIT_OFFSETS, suits):
-        if bits:
-            result += [(offset + rank, base + change) for rank, change in _drop_changes(bits)]
+    else:
+        table = RUN_DEADWOOD
+        base = table[suits[0]] + table[suits[1]] + table[suits[2]] + table[suits[3]]
+        result = []
+        for offset, bits in zip(_SUIT_OFFSETS, suits):
+            if bits:
+                result += [(offset + rank, base + change) for rank, change in _drop_changes(bits)]
     if cards != mask:
         return [entry for entry in result if cards >> entry[0] & 1]
     return result
@@ -219,14 +217,14 @@ def _drop_changes(bits: int) -> tuple[tuple[int, int], ...]:
     return changes
 
 
-def _set_hand_after_discards(mask: int, suits: tuple[int, int, int, int]) -> list[tuple[int, int]]:
-    """``deadwood_after_discards(mask, mask)`` for a hand holding a rank three or four times, in one
-    pass over its set choices. The hand less a card ``c`` has exactly the set choices of the hand
+def _set_hand_after_discards(mask: int, suits: tuple[int, int, int, int]) -> tuple[int, ...]:
+    """The deadwood of the hand less each of its cards, in the order of ``from_mask(mask)``, for a
+    hand holding a rank three or four times, in one pass over its set choices. The hand less a card ``c`` has exactly the set choices of the hand
     that leave ``c`` out of every set (a four with ``c`` becomes the three without it, which is
     one of them); under each, removing ``c`` changes only its suit's run-only deadwood."""
     set_ranks = _ranks_held_three_times(*suits)
     if set_ranks.bit_count() > _MAX_SET_RANKS_FOR_ENUMERATION:
-        return [(card, deadwood_of_mask(mask ^ 1 << card)) for card in from_mask(mask)]
+        return tuple(deadwood_of_mask(mask ^ 1 << card) for card in from_mask(mask))
     table = RUN_DEADWOOD
     # Leaves share most of their suits: for each suit's cards left for runs, the least deadwood of
     # any leaf leaving exactly those, before the removal.
@@ -243,7 +241,7 @@ def _set_hand_after_discards(mask: int, suits: tuple[int, int, int, int]) -> lis
                 card, value = offset + rank, base + change
                 if value < best.get(card, _NO_CARD):
                     best[card] = value
-    return [(card, best[card]) for card in from_mask(mask)]
+    return tuple(best[card] for card in from_mask(mask))
 
 
 def _set_choice_leaves(suits: tuple[int, int, int, int], set_ranks: int) -> list[tuple[int, int, int, int]]:
