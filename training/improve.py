@@ -16,7 +16,7 @@ same future instead:
    out the others' penalties). Actions are thus compared on the identical deal, so the differences are free of deal
    luck; what remains is the hidden information, which averages out below.
    (``--rollout-depth K`` stops each rollout at the learner's K-th choice and takes the value
-   head's estimate there instead: faster, but measured worse, see the README's model card.
+   head's estimate there instead: faster, but measured worse, see docs/classic_policy.md.
    ``--label-top K`` labels only the K actions the policy scores highest, with the same labels.
    ``--rollout-player SPEC`` lets a bot play the learner's seat in the rollouts instead of the
    policy: the labels then value each action followed by that bot's play, so the step improves
@@ -51,7 +51,7 @@ arguments wrote. Within a job the rollouts run in lockstep with batched forward 
 (``training.labelling``, ``--labelling batched``, the default); ``--labelling single`` is the
 one-rollout-at-a-time reference path. Both give the same labels.
 
-Measured (see the README's model card): the labels' noise left after centring is large (about 8
+Measured (see docs/classic_policy.md): the labels' noise left after centring is large (about 8
 points per decision, for gains near 0.2), so a useful step needs a few hundred thousand labelled
 decisions: the shipped policy's two steps used 200,000 and 300,000 (about 20 min per 150,000 on
 two cores), while fits on 72,000 and 150,000 made the policy worse.

@@ -24,7 +24,7 @@ The stages' arguments are stored in ``pipeline.json``; resuming with other ones 
 (``training.workers``); PPO runs here.
 
 Defaults are the first stages of the shipped recipe (they made ``checkpoints/okgin_classic_step2.pt``;
-see the README's model card): PPO for 3M decisions, then improvement steps of 200,000 and 300,000
+see docs/classic_policy.md): PPO for 3M decisions, then improvement steps of 200,000 and 300,000
 labelled decisions. The shipped file took three more steps of 1,000,000, each later one fitting the
 labels of the million-label steps before it too: ``--steps 200000,300000,1000000,1000000,1000000
 --carry-labels 0/0/0/1/2``.
@@ -46,7 +46,7 @@ itself, which by then plays better than its teacher. Every step's fit is the all
 step (``--objective policy``; the regression lost at these tables). Each step labels and
 evaluates at the checkpoint's own table (the learner against ``simple`` in every other seat). A
 larger ``--ppo-decisions`` adds PPO after the imitation (measured: no better,
-see the README's penalty card).
+see docs/penalty_policies.md).
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ tables and runs batched inference in the main process while evaluation (mirrored
 through ``okgin_env.evaluate``) runs in a second process.
 
 At penalty tables ``--reward own_penalty`` trains on minus the learner's own penalty points per
-round instead of the zero-sum reward (less noise; measured: no better play, see the README's
-penalty model card). ``--outlook-features`` gives the network three more inputs per action, what
+round instead of the zero-sum reward (less noise; measured: no better play, see
+docs/penalty_policies.md). ``--outlook-features`` gives the network three more inputs per action, what
 the next stock draw promises (``okgin_env.features.outlook_features``).
 
 Optionally (``--privileged-critic``) advantages come from a training-only

@@ -5,7 +5,7 @@ the penalty recipe of ``training.pipeline``); it plays every table. It reads onl
 ``okgin_env.bots.reading`` (the unseen cards, and a hand's ``Outlook`` over the next stock draw:
 the share of draws that allow a knock, the share that go gin, the mean deadwood left). Its
 three settings (``LookaheadSettings``) were chosen on 3-player penalty matches against
-``simple`` (the README's penalty card has the measurements):
+``simple`` (docs/penalty_policies.md, "The teacher, lookahead", has the measurements):
 
 * **Draw**: takes the face-up card when it allows a knock, or when it leaves more than
   ``take_margin`` points less deadwood than a stock draw leaves on average; else draws from the
@@ -23,7 +23,7 @@ Ties are broken by a ``random.Random(seed)``. The ``aggressor`` held-out bot sha
 discard rules with ``take_margin=0`` and no holding; the two were written for different jobs
 (``aggressor`` to measure generalisation and never to be trained against, this one to be learned
 from), so a policy distilled from ``lookahead`` is no longer held out from the aggressor's style:
-the penalty card says so where it reports that row.
+docs/penalty_policies.md says so where it reports that row.
 """
 
 from __future__ import annotations
