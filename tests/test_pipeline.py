@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from training.pipeline import PENALTY_STEP_COUNT, cli  # noqa: E402
+from training.pipeline import PENALTY_RECIPE, cli  # noqa: E402
 from training.pipeline import main as pipeline_main  # noqa: E402
 from training.policy import CheckpointError, load_policy  # noqa: E402
 
@@ -141,10 +141,12 @@ def test_label_top_reaches_every_improvement_step_and_not_the_ppo_stage(tmp_path
 def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp_path):
     from training.pipeline import parse_args, stage_commands
 
-    for players, steps in (("3", 8), ("4", 6)):
+    # The shipped files' recipes: at 3 players ten steps (9 and 10 both from step 8) and the average
+    # of steps 7 to 10; at 4 players seven steps, the last of 500,000 labels.
+    for players, steps, last in (("3", 10, ["average"]), ("4", 7, [])):
         args = parse_args(["--no-progress", "--rules", "penalty", "--num-players", players])
         commands = stage_commands(args, tmp_path)
-        assert list(commands) == ["ppo", *(f"improve{k}" for k in range(1, steps + 1))]
+        assert list(commands) == ["ppo", *(f"improve{k}" for k in range(1, steps + 1)), *last]
         ppo = commands["ppo"][1]
         assert ppo[ppo.index("--bc-teacher") + 1] == "lookahead" and ppo.count("--outlook-features") == 1
         # Imitation alone: the budget is exactly the imitation updates' decisions.
@@ -153,10 +155,17 @@ def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp
         for flag, value in (("--decisions", "100000"), ("--rollout-player", "lookahead"), ("--objective", "policy"),
                             ("--init-from", str(tmp_path / "ppo" / "best.pt"))):
             assert step[step.index(flag) + 1] == value, flag
-        for name, start in ((f"improve{k}", f"improve{k - 1}") for k in range(2, steps + 1)):  # its own rollouts
-            later = commands[name][1]
+        for k in range(2, steps + 1):  # its own rollouts
+            later = commands[f"improve{k}"][1]
             assert "--rollout-player" not in later and later[later.index("--objective") + 1] == "policy"
-            assert later[later.index("--init-from") + 1] == str(tmp_path / start / "fitted.pt")
+            start = 8 if (players, k) == ("3", 10) else k - 1
+            assert later[later.index("--init-from") + 1] == str(tmp_path / f"improve{start}" / "fitted.pt")
+        decisions = [commands[f"improve{k}"][1][commands[f"improve{k}"][1].index("--decisions") + 1]
+                     for k in range(1, steps + 1)]
+        assert decisions == ["100000"] * 9 + ["300000"] if players == "3" else ["100000"] * 6 + ["500000"]
+    average = stage_commands(parse_args(["--no-progress", "--rules", "penalty", "--num-players", "3"]), tmp_path)["average"]
+    assert average == ("training.soup", ["--out", str(tmp_path / "average" / "fitted.pt"),
+                                         *(str(tmp_path / f"improve{k}" / "fitted.pt") for k in (7, 8, 9, 10))])
     one_step = stage_commands(parse_args(["--no-progress", "--rules", "penalty", "--steps", "5000"]), tmp_path)
     assert list(one_step) == ["ppo", "improve1"] and "lookahead" in one_step["improve1"][1]
     assert parse_args(["--no-progress"]).steps == "200000,300000"  # classic keeps its steps
@@ -207,18 +216,27 @@ def test_a_fit_target_per_step_reaches_its_own_step(tmp_path):
         assert not any("--fit-target" in command for _, command in default.values())
 
 
+PENALTY_STEPS_3 = len(PENALTY_RECIPE[3].steps.split(","))
+
+
 @pytest.mark.parametrize("flag, value, why", [("--fit-target", "wins", "not one of label, match"),
                                               ("--fit-target", "label/match", "one per step"),
                                               ("--rollout-player", "aggressor", "held-out"),
                                               ("--rollout-player", "nonsense", "unknown bot"),
                                               ("--rollout-player", "simple/policy", "one per step"),
                                               ("--rollout-player",
-                                               "simple/aggressor" + "/policy" * (PENALTY_STEP_COUNT[3] - 2), "held-out"),
+                                               "simple/aggressor" + "/policy" * (PENALTY_STEPS_3 - 2), "held-out"),
                                               ("--objective", "imitate", "allowed: regress, policy"),
-                                              ("--carry-labels", "1/1" + "/0" * (PENALTY_STEP_COUNT[3] - 2),
+                                              ("--carry-labels", "1/1" + "/0" * (PENALTY_STEPS_3 - 2),
                                                "step 1 can add the labels of 0 to 0 earlier steps, not '1'"),
                                               ("--carry-labels", "-1", "not '-1'"),
-                                              ("--carry-labels", "0/1", "one per step")])
+                                              ("--carry-labels", "0/1", "one per step"),
+                                              ("--step-from", "0/2" + "/0" * (PENALTY_STEPS_3 - 2),
+                                               "step 2 can start from 0 (the first stage) to 1"),
+                                              ("--step-from", "0/0", "one per step"),
+                                              ("--average", "3", "two or more different steps"),
+                                              ("--average", "3,3", "two or more different steps"),
+                                              ("--average", f"1,{PENALTY_STEPS_3 + 1}", f"1 to {PENALTY_STEPS_3}")])
 def test_bad_step_options_are_refused_before_anything_is_written(tmp_path, flag, value, why, capsys):
     run_dir = tmp_path / "p"
     assert cli(["--rules", "penalty", "--num-players", "3", flag, value, "--run-dir", str(run_dir)]) == 2
@@ -238,3 +256,25 @@ def test_steps_0_runs_ppo_alone_and_ships_its_best_checkpoint(tmp_path):
     final = torch.load(run_dir / "final.pt", weights_only=True)
     assert final["metadata"]["outlook_features"] is True and final["metadata"]["num_players"] == 3
     assert (run_dir / "final.pt").read_bytes() == (run_dir / "ppo" / "best.pt").read_bytes()
+
+
+def test_steps_can_start_from_an_earlier_stage_and_the_final_file_averages_the_named_steps(tmp_path):
+    """``--step-from`` and ``--average``: two steps from the PPO stage, their weight average shipped."""
+    from training.soup import average_checkpoints
+
+    run_dir = tmp_path / "p"
+    record = pipeline_main(["--quick", "--steps", "1,1", "--step-from", "0/0", "--average", "1,2",
+                            "--run-dir", str(run_dir), "--workers", "1", "--no-progress"])
+    planned = record["stages_planned"]
+    assert list(record["stages"]) == ["ppo", "improve1", "improve2", "average"]
+    for step in ("improve1", "improve2"):  # both from the first stage, each with its own seed and labels
+        assert planned[step][planned[step].index("--init-from") + 1] == str(run_dir / "ppo" / "best.pt")
+    assert record["stages"]["improve2"]["summary"]["labelled_decisions"] == 40
+    fitted = [run_dir / f"improve{k}" / "fitted.pt" for k in (1, 2)]
+    import torch
+
+    final = torch.load(run_dir / "final.pt", weights_only=True)
+    expected = average_checkpoints(fitted)
+    assert all(torch.equal(final["model"][name], tensor) for name, tensor in expected["model"].items())
+    assert [source["path"] for source in final["metadata"]["averaged_from"]] == [str(path) for path in fitted]
+    load_policy(run_dir / "final.pt")

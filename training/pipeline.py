@@ -8,8 +8,10 @@ with the arguments below, in a folder of its own under ``--run-dir`` (default ``
    ``simple``) goes on.
 2. ``improve1`` (``training.improve``): decisions labelled by rollouts with the PPO policy
    (the first number of ``--steps``), then a regression of its scores onto the labels.
-3. ``improve2``, ...: the same from the previous step's policy, one stage per number of ``--steps``
-   (``--steps 0``: none, PPO alone).
+3. ``improve2``, ...: the same from the previous step's policy (or the one ``--step-from``
+   names), one stage per number of ``--steps`` (``--steps 0``: none, PPO alone).
+4. ``average`` (``training.soup``, only with ``--average``): the uniform weight average of the
+   named steps' fitted files.
 
 The last stage's ``fitted.pt`` (PPO alone: its ``best.pt``) is copied to ``RUN_DIR/final.pt``. ``RUN_DIR/pipeline.json`` holds
 every finished stage's wall time and results, and each stage's own files stay in its folder
@@ -28,17 +30,19 @@ see docs/classic_policy.md): PPO for 3M decisions, then improvement steps of 200
 labelled decisions. The shipped file took three more steps of 1,000,000, each later one fitting the
 labels of the million-label steps before it too: ``--steps 200000,300000,1000000,1000000,1000000
 --carry-labels 0/0/0/1/2``.
-``--quick`` shrinks every budget to a smoke test of a few minutes.
+``--quick`` shrinks every budget to a smoke test of a few minutes (the steps given keep their
+number, at 40 decisions each; with ``--steps`` not given, two steps and no average).
 
 **The penalty game.** ``--rules penalty --num-players N`` (2-4) runs the first stage for that
 table as imitation of the ``lookahead`` bot (``PENALTY_WARM_START``: ``training.train
 --bc-teacher lookahead --bc-updates 60 --outlook-features``, 491,520 decisions, the teacher
 playing the learner's seat against ``PENALTY_POOL`` in the other seats), its final policy
-evaluated on 200 matches; then improvement steps of ``PENALTY_STEP_DECISIONS`` (100,000)
-decisions each, ``PENALTY_STEP_COUNT`` of them (eight at 2 or 3 players, six at 4, as made the
-shipped files; the shipped 3-player file is then the weight average of steps 7 to 9 and a
-300,000-label step from step 8, ``training.soup``, and the shipped 4-player file a seventh step of
-400,000 labels fitted with 100,000 more, neither of which this command runs). The first step's
+evaluated on 200 matches; then the improvement steps that made the shipped files
+(``PENALTY_RECIPE``). At 2 or 3 players: eight steps of ``PENALTY_STEP_DECISIONS`` (100,000),
+each from the one before, then two more from step 8 (100,000 and 300,000 labels), and the final
+file is the weight average of steps 7 to 10 (``training.soup``), as the shipped 3-player file is.
+At 4 players: six steps, then a seventh of 500,000 labels (the shipped file's step 7 labelled as
+many in two runs, 400,000 and 100,000, from the same start). The first step's
 rollouts play ``lookahead`` in the learner's seat
 (``training.improve --rollout-player lookahead``: each action valued by the teacher's
 continuation, so the step improves on the teacher); the later steps' rollouts play the policy
@@ -58,6 +62,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from okgin_env.rules.config import make_config
 
@@ -68,14 +73,32 @@ DEFAULT_STEPS = "200000,300000"
 # The penalty recipe per player count (what made the shipped files; 2 players as 3): each further
 # step of the policy's own rollouts was kept while it still won more on the selection deals.
 PENALTY_STEP_DECISIONS = 100_000
-PENALTY_STEP_COUNT = {2: 8, 3: 8, 4: 6}
 
 
-def default_steps(rules: str, num_players: int) -> str:
-    """``--steps`` when it is not given: the preset's recipe (the penalty one per player count)."""
-    if rules != "penalty":
-        return DEFAULT_STEPS
-    return ",".join([str(PENALTY_STEP_DECISIONS)] * PENALTY_STEP_COUNT[num_players])
+class Recipe(NamedTuple):
+    """A table's default ``--steps``, ``--step-from`` and ``--average``."""
+
+    steps: str
+    step_from: str = ""  # empty: every step from the one before
+    average: str = ""  # empty: the last step's file is the final one
+
+
+def _steps(*decisions: int) -> str:
+    return ",".join(map(str, decisions))
+
+
+_P = PENALTY_STEP_DECISIONS
+PENALTY_RECIPE = {
+    # steps 1-8 in a chain, steps 9 and 10 both from step 8; the final file averages steps 7-10
+    3: Recipe(_steps(*[_P] * 9, 3 * _P), "/".join(map(str, [*range(9), 8])), "7,8,9,10"),
+    4: Recipe(_steps(*[_P] * 6, 5 * _P)),
+}
+PENALTY_RECIPE[2] = PENALTY_RECIPE[3]  # (never shipped: the 3-player recipe)
+
+
+def default_recipe(rules: str, num_players: int) -> Recipe:
+    """The steps when ``--steps`` is not given: the preset's recipe (the penalty one per player count)."""
+    return PENALTY_RECIPE[num_players] if rules == "penalty" else Recipe(DEFAULT_STEPS)
 
 
 # The improvement steps' rollout player and fit, per preset (training.improve's own defaults at
@@ -107,8 +130,15 @@ class Args:
                 "the improvement steps follow the checkpoint"})
     steps: str = field(default="", metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number; 0: none); "
-                f"empty: the preset's default (classic {DEFAULT_STEPS}; penalty {PENALTY_STEP_DECISIONS} "
-                f"{PENALTY_STEP_COUNT[3]} times at 2 or 3 players, {PENALTY_STEP_COUNT[4]} times at 4)"})
+                f"empty: the preset's recipe (classic {DEFAULT_STEPS}; penalty: 2 or 3 players "
+                f"{PENALTY_RECIPE[3].steps}, 4 players {PENALTY_RECIPE[4].steps}, with its --step-from and --average)"})
+    step_from: str = field(default="", metadata={
+        "help": "which stage each improvement step starts from, one per step separated by '/': 0 the first "
+                "(PPO) stage, k step k's fitted file (an earlier step); empty: each step from the one before "
+                "(with --steps empty: the preset's recipe)"})
+    average: str = field(default="", metadata={
+        "help": "steps whose fitted files are averaged into the final file, comma-separated (training.soup; "
+                "two or more); empty: the last step's file (with --steps empty: the preset's recipe)"})
     rollout_player: str = field(default="", metadata={
         "help": "who plays the learner's seat in the improvement steps' labelling rollouts (training.improve "
                 "--rollout-player: policy or a bot spec), one for every step or one per step separated by '/' "
@@ -136,7 +166,8 @@ class Args:
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
 
 
-QUICK = {"ppo_decisions": 2_048, "steps": "40,40", "eval_matches": 0}
+QUICK_STEP = "40"  # decisions per improvement step with --quick
+QUICK = {"ppo_decisions": 2_048, "steps": f"{QUICK_STEP},{QUICK_STEP}", "eval_matches": 0}
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -145,11 +176,13 @@ def parse_args(argv: list[str] | None = None) -> Args:
         config = make_config(args.rules, num_players=args.num_players or None)
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
-    if not args.steps:
-        args = dataclasses.replace(args, steps=default_steps(args.rules, config.num_players))
-    if args.quick:  # (tiny budgets; PPO alone stays PPO alone)
-        quick = {k: v for k, v in QUICK.items() if not (k == "steps" and not step_decisions(args.steps))}
-        args = dataclasses.replace(args, **quick)
+    if not args.steps and not args.quick:
+        recipe = default_recipe(args.rules, config.num_players)
+        args = dataclasses.replace(args, steps=recipe.steps, step_from=args.step_from or recipe.step_from,
+                                   average=args.average or recipe.average)
+    if args.quick:  # tiny budgets, the same stages (two steps when none were given; PPO alone stays so)
+        steps = ",".join([QUICK_STEP] * len(step_decisions(args.steps))) if args.steps else QUICK["steps"]
+        args = dataclasses.replace(args, **{**QUICK, "steps": steps or "0"})
     if args.ppo_decisions == 0:
         args = dataclasses.replace(args, ppo_decisions=PPO_DECISIONS[args.rules])
     if not args.rollout_player:
@@ -175,6 +208,8 @@ def parse_args(argv: list[str] | None = None) -> Args:
             check_rollout_player(spec, config)
         step_fit_targets(args)
         step_carried_labels(args)
+    step_starts(args)
+    averaged_steps(args)
     return args
 
 
@@ -242,6 +277,35 @@ def step_carried_labels(args: Args) -> list[int]:
     return counts
 
 
+def step_starts(args: Args) -> list[int]:
+    """Each improvement step's starting stage (``--step-from``): 0 the PPO stage, k step k."""
+    steps = step_decisions(args.steps)
+    if not args.step_from:
+        return list(range(len(steps)))
+    starts = []
+    for step, value in enumerate(per_step("--step-from", args.step_from, steps), 1):
+        if not value.isdigit() or int(value) >= step:
+            raise ValueError(f"--step-from {args.step_from!r}: step {step} can start from 0 (the first stage) to "
+                             f"{step - 1} (an earlier step), not {value!r}")
+        starts.append(int(value))
+    return starts
+
+
+def averaged_steps(args: Args) -> list[int]:
+    """The steps ``--average`` names (none: no average stage)."""
+    if not args.average:
+        return []
+    count = len(step_decisions(args.steps))
+    try:
+        chosen = [int(part) for part in args.average.split(",")]
+    except ValueError:
+        chosen = []
+    if len(chosen) < 2 or len(set(chosen)) != len(chosen) or not all(1 <= k <= count for k in chosen):
+        raise ValueError(f"--average {args.average!r}: give two or more different steps, 1 to {count}, "
+                         "comma-separated (e.g. 7,8,9,10)")
+    return chosen
+
+
 def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
     """Each stage's module and argument list (what ``pipeline.json`` records)."""
     flags = [] if args.progress else ["--no-progress"]
@@ -258,14 +322,15 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
         ppo += ["--num-tables", "16", "--rollout-length", "32", "--bc-updates", "2", "--eval-every", "2",
                 "--eval-matches", "4"]
     commands = {"ppo": ("training.train", ppo + flags)}
-    start = root / "ppo" / "best.pt"
+    fitted = [root / "ppo" / "best.pt"]  # each stage's policy file: the PPO stage's, then step k's
+    starts = step_starts(args)
     players = step_rollout_players(args)
     fit_targets = step_fit_targets(args)
     carried = step_carried_labels(args)
     for step, decisions in enumerate(step_decisions(args.steps), 1):
         seed = args.seed + 9 + step
         run_dir = root / f"improve{step}"
-        improve = ["--init-from", str(start), "--run-dir", str(run_dir), "--seed", str(seed),
+        improve = ["--init-from", str(fitted[starts[step - 1]]), "--run-dir", str(run_dir), "--seed", str(seed),
                    "--decisions", str(decisions), "--workers", str(args.workers),
                    "--eval-matches", str(args.eval_matches)]
         if args.label_top:
@@ -285,7 +350,10 @@ def stage_commands(args: Args, root: Path) -> dict[str, tuple[str, list[str]]]:
         if args.ray_address:
             improve += ["--ray-address", args.ray_address]
         commands[f"improve{step}"] = ("training.improve", improve + flags)
-        start = run_dir / "fitted.pt"
+        fitted.append(run_dir / "fitted.pt")
+    if args.average:
+        commands["average"] = ("training.soup", ["--out", str(root / "average" / "fitted.pt"),
+                                                 *(str(fitted[k]) for k in averaged_steps(args))])
     return commands
 
 
@@ -301,6 +369,10 @@ def run_stage(module: str, argv: list[str], resume: bool) -> dict:
             raise RuntimeError("the PPO stage finished without an evaluated checkpoint (best.pt); "
                                "give it more decisions (--ppo-decisions)")
         return summary
+    if module == "training.soup":  # (quick: redone whole on a resume)
+        from . import soup
+
+        return {"averaged": argv[2:], "out": str(soup.main(argv))}
     from . import improve
 
     return improve.main(argv + (["--resume"] if resume else []))
