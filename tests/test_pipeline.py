@@ -162,7 +162,7 @@ def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp
             assert later[later.index("--init-from") + 1] == str(tmp_path / f"improve{start}" / "fitted.pt")
         decisions = [commands[f"improve{k}"][1][commands[f"improve{k}"][1].index("--decisions") + 1]
                      for k in range(1, steps + 1)]
-        assert decisions == ["100000"] * 9 + ["300000"] if players == "3" else ["100000"] * 6 + ["500000"]
+        assert decisions == (["100000"] * 9 + ["300000"] if players == "3" else ["100000"] * 6 + ["500000"])
     average = stage_commands(parse_args(["--no-progress", "--rules", "penalty", "--num-players", "3"]), tmp_path)["average"]
     assert average == ("training.soup", ["--out", str(tmp_path / "average" / "fitted.pt"),
                                          *(str(tmp_path / f"improve{k}" / "fitted.pt") for k in (7, 8, 9, 10))])
