@@ -114,9 +114,23 @@ def test_the_classic_stages_arguments_stay_those_of_the_shipped_recipe(tmp_path)
     commands = stage_commands(parse_args(["--no-progress"]), tmp_path)
     assert commands["ppo"] == ("training.train", ["--run-dir", str(tmp_path / "ppo"), "--seed", "1",
                                                   "--total-decisions", "3000000", "--no-progress"])
-    assert commands["improve2"] == ("training.improve", [
+    # The default recipe: three steps of 800,000 decisions, each fitting the earlier steps' labels too.
+    assert list(commands) == ["ppo", "improve1", "improve2", "improve3"]
+    assert commands["improve1"] == ("training.improve", [
+        "--init-from", str(tmp_path / "ppo" / "best.pt"), "--run-dir", str(tmp_path / "improve1"),
+        "--seed", "11", "--decisions", "800000", "--workers", "2", "--eval-matches", "1000", "--no-progress"])
+    assert commands["improve3"] == ("training.improve", [
+        "--init-from", str(tmp_path / "improve2" / "fitted.pt"), "--run-dir", str(tmp_path / "improve3"),
+        "--seed", "13", "--decisions", "800000", "--workers", "2", "--eval-matches", "1000",
+        "--extra-labels", f"{tmp_path / 'improve2'},{tmp_path / 'improve1'}", "--no-progress"])
+    # The short recipe (the shipped file's first two steps) keeps the arguments it always had.
+    short = stage_commands(parse_args(["--no-progress", "--steps", "200000,300000"]), tmp_path)
+    assert short["improve2"] == ("training.improve", [
         "--init-from", str(tmp_path / "improve1" / "fitted.pt"), "--run-dir", str(tmp_path / "improve2"),
         "--seed", "12", "--decisions", "300000", "--workers", "2", "--eval-matches", "1000", "--no-progress"])
+    # A --carry-labels given with the default steps replaces the recipe's.
+    alone = stage_commands(parse_args(["--no-progress", "--carry-labels", "0"]), tmp_path)
+    assert not any("--extra-labels" in argv for _, argv in alone.values())
 
 
 def test_outlook_features_reach_the_ppo_stage_and_the_steps_follow_its_checkpoint(tmp_path):
@@ -168,20 +182,24 @@ def test_the_penalty_recipe_imitates_lookahead_then_improves_on_its_rollouts(tmp
                                          *(str(tmp_path / f"improve{k}" / "fitted.pt") for k in (7, 8, 9, 10))])
     one_step = stage_commands(parse_args(["--no-progress", "--rules", "penalty", "--steps", "5000"]), tmp_path)
     assert list(one_step) == ["ppo", "improve1"] and "lookahead" in one_step["improve1"][1]
-    assert parse_args(["--no-progress"]).steps == "200000,300000"  # classic keeps its steps
+    assert parse_args(["--no-progress"]).steps == "800000,800000,800000"  # classic keeps its steps
     classic = stage_commands(parse_args(["--no-progress", "--rollout-player", "simple", "--objective", "policy"]), tmp_path)
     step = classic["improve2"][1]
     assert step[step.index("--rollout-player") + 1] == "simple" and step[step.index("--objective") + 1] == "policy"
 
 
+TWO_STEPS = ["--steps", "10,10"]  # per-step values below name two steps, whatever the default recipe
+
+
 def test_a_rollout_player_per_step_reaches_its_own_step(tmp_path):
     from training.pipeline import parse_args, stage_commands
 
-    commands = stage_commands(parse_args(["--no-progress", "--rollout-player", "simple/policy"]), tmp_path)
+    commands = stage_commands(parse_args(["--no-progress", *TWO_STEPS, "--rollout-player", "simple/policy"]), tmp_path)
     first, second = commands["improve1"][1], commands["improve2"][1]
     assert first[first.index("--rollout-player") + 1] == "simple"
     assert "--rollout-player" not in second  # policy: training.improve's default
-    settings = stage_commands(parse_args(["--no-progress", "--rollout-player", "lookahead/search:rollouts=8,max_discards=3"]),
+    settings = stage_commands(parse_args(["--no-progress", *TWO_STEPS, "--rollout-player",
+                                                  "lookahead/search:rollouts=8,max_discards=3"]),
                               tmp_path)["improve2"][1]
     assert settings[settings.index("--rollout-player") + 1] == "search:rollouts=8,max_discards=3"
 
@@ -204,11 +222,11 @@ def test_carried_labels_name_the_latest_earlier_steps(tmp_path):
 def test_a_fit_target_per_step_reaches_its_own_step(tmp_path):
     from training.pipeline import parse_args, stage_commands
 
-    commands = stage_commands(parse_args(["--no-progress", "--fit-target", "label/match"]), tmp_path)
+    commands = stage_commands(parse_args(["--no-progress", *TWO_STEPS, "--fit-target", "label/match"]), tmp_path)
     first, second = commands["improve1"][1], commands["improve2"][1]
     assert "--fit-target" not in first  # label: training.improve's default
     assert second[second.index("--fit-target") + 1] == "match"
-    every = stage_commands(parse_args(["--no-progress", "--fit-target", "match"]), tmp_path)
+    every = stage_commands(parse_args(["--no-progress", *TWO_STEPS, "--fit-target", "match"]), tmp_path)
     assert all(every[f"improve{k}"][1].count("match") == 1 for k in (1, 2))
     # Every preset's steps fit the labels unless told otherwise (the shipped recipes' arguments).
     for argv in (["--no-progress"], ["--no-progress", "--rules", "penalty", "--num-players", "4"]):
