@@ -72,7 +72,8 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_arguments(tmp_
     assert "--resume" in capsys.readouterr().err
     assert cli(argv) == 2  # not started over by a plain rerun
     assert cli([*argv, "--resume", "--seed", "4"]) == 2  # nor resumed with other arguments
-    assert "other arguments" in capsys.readouterr().err
+    refusal = capsys.readouterr().err
+    assert "other arguments" in refusal and "python -m training.pipeline --quick" in refusal  # it names the run's command
 
 
 def test_quick_penalty_pipeline_trains_labels_and_fits_at_a_three_player_table(tmp_path):
@@ -107,7 +108,7 @@ def test_a_player_count_the_preset_does_not_have_is_refused(tmp_path, capsys):
     assert not (tmp_path / "p").exists()
 
 
-def test_the_classic_stages_arguments_stay_those_of_the_shipped_recipe(tmp_path):
+def test_the_classic_stages_arguments_are_those_of_the_default_and_the_short_recipe(tmp_path):
     # A resume compares the stored argument lists: new options must not change the classic ones.
     from training.pipeline import parse_args, stage_commands
 
@@ -119,6 +120,7 @@ def test_the_classic_stages_arguments_stay_those_of_the_shipped_recipe(tmp_path)
     assert commands["improve1"] == ("training.improve", [
         "--init-from", str(tmp_path / "ppo" / "best.pt"), "--run-dir", str(tmp_path / "improve1"),
         "--seed", "11", "--decisions", "800000", "--workers", "2", "--eval-matches", "1000", "--no-progress"])
+    assert commands["improve2"][1][-3:] == ["--extra-labels", str(tmp_path / "improve1"), "--no-progress"]
     assert commands["improve3"] == ("training.improve", [
         "--init-from", str(tmp_path / "improve2" / "fitted.pt"), "--run-dir", str(tmp_path / "improve3"),
         "--seed", "13", "--decisions", "800000", "--workers", "2", "--eval-matches", "1000",
@@ -147,7 +149,9 @@ def test_label_top_reaches_every_improvement_step_and_not_the_ppo_stage(tmp_path
 
     commands = stage_commands(parse_args(["--no-progress", "--label-top", "3"]), tmp_path)
     assert "--label-top" not in commands["ppo"][1]
-    for step in ("improve1", "improve2"):
+    steps = [name for name in commands if name.startswith("improve")]
+    assert len(steps) == 3
+    for step in steps:
         argv = commands[step][1]
         assert argv[argv.index("--label-top") + 1] == "3"
 
@@ -198,9 +202,8 @@ def test_a_rollout_player_per_step_reaches_its_own_step(tmp_path):
     first, second = commands["improve1"][1], commands["improve2"][1]
     assert first[first.index("--rollout-player") + 1] == "simple"
     assert "--rollout-player" not in second  # policy: training.improve's default
-    settings = stage_commands(parse_args(["--no-progress", *TWO_STEPS, "--rollout-player",
-                                                  "lookahead/search:rollouts=8,max_discards=3"]),
-                              tmp_path)["improve2"][1]
+    spec = "lookahead/search:rollouts=8,max_discards=3"
+    settings = stage_commands(parse_args(["--no-progress", *TWO_STEPS, "--rollout-player", spec]), tmp_path)["improve2"][1]
     assert settings[settings.index("--rollout-player") + 1] == "search:rollouts=8,max_discards=3"
 
 
@@ -212,7 +215,7 @@ def test_carried_labels_name_the_latest_earlier_steps(tmp_path):
         return [command[command.index("--extra-labels") + 1] if "--extra-labels" in command else ""
                 for name, (_, command) in commands.items() if name != "ppo"]
 
-    assert extras([]) == ["", "", "", ""]  # the default: each step fits its own labels
+    assert extras([]) == ["", "", "", ""]  # --steps given: each step fits its own labels unless told
     assert extras(["--carry-labels", "0/0/0/1"]) == ["", "", "", str(tmp_path / "improve3")]
     assert extras(["--carry-labels", "2"]) == [
         "", str(tmp_path / "improve1"), f"{tmp_path / 'improve2'},{tmp_path / 'improve1'}",

@@ -53,7 +53,7 @@ one-rollout-at-a-time reference path. Both give the same labels.
 
 Measured (see docs/classic_policy.md): the labels' noise left after centring is large (about 8
 points per decision, for gains near 0.2), so a useful step needs a few hundred thousand labelled
-decisions: the shipped policy's two steps used 200,000 and 300,000 (about 20 min per 150,000 on
+decisions: the shipped policy's first two steps used 200,000 and 300,000 (about 20 min per 150,000 on
 two cores), while fits on 72,000 and 150,000 made the policy worse.
 """
 

@@ -150,7 +150,7 @@ class Args:
     rollout_player: str = field(default="", metadata={
         "help": "who plays the learner's seat in the improvement steps' labelling rollouts (training.improve "
                 "--rollout-player: policy or a bot spec), one for every step or one per step separated by '/' "
-                "(e.g. lookahead/policy); empty: the preset's default (classic policy; penalty lookahead for the "
+                "(e.g. lookahead/policy/policy); empty: the preset's default (classic policy; penalty lookahead for the "
                 "first step, policy for the later ones)"})
     objective: str = field(default="", metadata={
         "help": "the improvement steps' fit (training.improve --objective regress|policy); empty: the preset's "
@@ -161,7 +161,7 @@ class Args:
     carry_labels: str = field(default="", metadata={
         "help": "how many earlier steps' labels each improvement step adds to its own fit (training.improve "
                 "--extra-labels), the latest first: one number (at most that many for every step) or one per step separated "
-                "by '/' (e.g. 0/0/0/1); 0: its own labels alone; empty: the preset's recipe with --steps empty "
+                "by '/' (e.g. 0/0/0/1); 0: its own labels alone; empty: the preset's recipe with --steps empty and no --quick "
                 f"(classic {CLASSIC_RECIPE.carry_labels}), else 0"})
     label_top: int = field(default=0, metadata={
         "help": "the improvement steps label only the policy's K best-scored actions (training.improve --label-top); "
@@ -408,8 +408,10 @@ def main(argv: list[str] | None = None) -> dict:
     if args.resume and record_path.exists():
         record = json.loads(record_path.read_text())
         if record["stages_planned"] != planned:
-            raise ValueError(f"--resume with other arguments than {record_path} was started with; "
-                             f"it ran: {json.dumps(record['stages_planned'])}")
+            raise ValueError(f"--resume with other arguments than {record_path} was started with "
+                             f"({record.get('command', '?')!r}; a run begun under an earlier default recipe "
+                             f"resumes with its --steps and --carry-labels given); it ran: "
+                             f"{json.dumps(record['stages_planned'])}")
     else:
         root.mkdir(parents=True, exist_ok=True)
         record = {"command": f"{PROG} {' '.join(argv if argv is not None else sys.argv[1:])}".strip(),
