@@ -138,7 +138,8 @@ class Args:
                 "the improvement steps follow the checkpoint"})
     steps: str = field(default="", metadata={
         "help": "decisions labelled in each improvement step, comma-separated (one stage per number; 0: none); "
-                f"empty: the preset's recipe (classic {CLASSIC_RECIPE.steps} with --carry-labels {CLASSIC_RECIPE.carry_labels}; penalty: 2 or 3 players "
+                f"empty: the preset's recipe (classic {CLASSIC_RECIPE.steps} with --carry-labels "
+                f"{CLASSIC_RECIPE.carry_labels}; penalty: 2 or 3 players "
                 f"{PENALTY_RECIPE[3].steps}, 4 players {PENALTY_RECIPE[4].steps}, with its --step-from and --average)"})
     step_from: str = field(default="", metadata={
         "help": "which stage each improvement step starts from, one per step separated by '/': 0 the first "
@@ -185,13 +186,12 @@ def parse_args(argv: list[str] | None = None) -> Args:
         config = make_config(args.rules, num_players=args.num_players or None)
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
-    if not args.steps and not args.quick:
-        recipe = default_recipe(args.rules, config.num_players)
-        args = dataclasses.replace(args, steps=recipe.steps, step_from=args.step_from or recipe.step_from,
-                                   average=args.average or recipe.average,
-                                   carry_labels=args.carry_labels or recipe.carry_labels)
-    if not args.carry_labels:
-        args = dataclasses.replace(args, carry_labels="0")
+    # The preset's recipe when no --steps are given (--quick sets its own), else the steps given with
+    # Recipe's defaults; an option given explicitly wins over the recipe's value.
+    recipe = default_recipe(args.rules, config.num_players) if not args.steps and not args.quick else Recipe(args.steps)
+    args = dataclasses.replace(args, steps=recipe.steps, step_from=args.step_from or recipe.step_from,
+                               average=args.average or recipe.average,
+                               carry_labels=args.carry_labels or recipe.carry_labels)
     if args.quick:  # tiny budgets, the same stages (two steps when none were given; PPO alone stays so)
         steps = ",".join([QUICK_STEP] * len(step_decisions(args.steps))) if args.steps else QUICK["steps"]
         args = dataclasses.replace(args, **{**QUICK, "steps": steps or "0"})
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> dict:
         record = json.loads(record_path.read_text())
         if record["stages_planned"] != planned:
             raise ValueError(f"--resume with other arguments than {record_path} was started with "
-                             f"({record.get('command', '?')!r}; a run begun under an earlier default recipe "
+                             f"({record['command']!r}; a run begun under an earlier default recipe "
                              f"resumes with its --steps and --carry-labels given); it ran: "
                              f"{json.dumps(record['stages_planned'])}")
     else:
