@@ -32,7 +32,8 @@ import sys
 import time
 
 from okgin_env.bots import SearchBot
-from okgin_env.evaluate import EvalResults, evaluate, parse_spec
+from okgin_env.evaluate import EvalResults, evaluate
+from okgin_env.players import parse_bot_spec
 
 DEFAULT_MATCHES = {"simple-random": 1000, "search-simple": 200, "search-random": 200}
 
@@ -50,7 +51,7 @@ def measure_search_time(search_spec: str, decisions: int = 200, seed: int = 0) -
     import okgin_env
     from okgin_env.bots import SimpleBot, view
 
-    _, kwargs = parse_spec(search_spec)
+    _, kwargs = parse_bot_spec(search_spec)
     bot = SearchBot(seed=seed, **kwargs)
     other = SimpleBot(seed=seed + 1)
     env = okgin_env.raw_env(episode="round")

@@ -30,7 +30,7 @@ import numpy as np
 
 from okgin_env.bots import SearchBot
 from okgin_env.bots.simple import simple_action_for_state
-from okgin_env.evaluate import parse_spec
+from okgin_env.players import parse_bot_spec
 from okgin_env.observation import encode
 from okgin_env.rules.config import make_config
 from okgin_env.rules.round import Phase, RoundState
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oracle", action="store_true", help="tell search the opponent's hand (diagnostic)")
     parser.add_argument("--out", default=None, help="write PREFIX.json with the per-deal points")
     args = parser.parse_args(argv)
-    _, options = parse_spec("search:" + ",".join(args.options)) if args.options else ("search", {})
+    _, options = parse_bot_spec("search:" + ",".join(args.options)) if args.options else ("search", {})
     SearchBot(**options)  # bad options fail here, before any worker starts
     tasks = [(options, args.oracle, d, s) for d in range(args.first_deal, args.first_deal + args.deals) for s in (0, 1)]
     start = time.perf_counter()

@@ -41,7 +41,7 @@ import numpy as np
 from okgin_env.bots import SearchBot
 from okgin_env.bots.search import playout
 from okgin_env.bots.simple import simple_action_for_state
-from okgin_env.evaluate import parse_spec
+from okgin_env.players import parse_bot_spec
 from okgin_env.observation import view
 from okgin_env.rules.actions import KNOCK_BASE
 from okgin_env.rules.round import Phase, RoundState
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = []
     for text in args.settings:
-        options = {} if text.strip() in ("base:", "base", "") else parse_spec("search:" + text)[1]
+        options = {} if text.strip() in ("base:", "base", "") else parse_bot_spec("search:" + text)[1]
         SearchBot(**options)  # bad options fail here, before any worker starts
         settings.append((text, options, False))
     if args.oracle:
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(cache, "rb") as handle:
             positions, values = pickle.load(handle)
     else:
-        recorder = parse_spec("search:" + args.record_options)[1]
+        recorder = parse_bot_spec("search:" + args.record_options)[1]
         deals = [(d, recorder) for d in range(args.first_deal, args.first_deal + args.deals)]
         positions = [p for found in mapper(record_deal, deals) for p in found]
         values = list(mapper(true_values, [(p, args.truth_rollouts) for p in positions]))

@@ -89,7 +89,7 @@ from .episode import (
 from .features import fill_features, parts_of_words, with_features
 from .observation import PackedEncoder, check_observation, encode, layout_for
 from .rules.actions import NUM_ACTIONS, action_str
-from .rules.config import RulesConfig, make_config
+from .rules.config import RulesConfig, is_int, make_config
 from .rules.match import MatchState
 from .rules.round import Phase, RoundState, check_deck
 
@@ -162,7 +162,7 @@ class BatchEnv:
         observation: str = "cards",
         **rule_options: Any,
     ):
-        if not isinstance(num_games, (int, np.integer)) or isinstance(num_games, (bool, np.bool_)) or num_games < 1:
+        if not is_int(num_games) or num_games < 1:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         check_options(rule_options, episode, reward, OWN_OPTIONS)
         self.observation = check_observation(observation)
@@ -190,7 +190,6 @@ class BatchEnv:
         self._rngs: list[np.random.Generator] | None = None
         self._matches: list[MatchState] = []
         self._rounds: list[RoundState] = []
-        self._piles: list[int] = []  # discard pile of each game's round as a card mask (kept in step)
 
     # ------------------------------------------------------------------ read-only views
     @property
@@ -245,7 +244,7 @@ class BatchEnv:
             raise ValueError(f"unknown reset option(s) {unknown}; known: {', '.join(RESET_OPTIONS)}")
         decks = options.get("deck")
         dealers = options.get("dealer")
-        if isinstance(dealers, (int, np.integer)) and not isinstance(dealers, (bool, np.bool_)):
+        if is_int(dealers):
             dealers = [dealers] * n_games  # one seat deals first in every game
         if decks is not None and (not hasattr(decks, "__len__") or isinstance(decks, str) or len(decks) != n_games):
             raise ValueError(
@@ -267,7 +266,7 @@ class BatchEnv:
         first_dealers = [None if dealers is None else dealers[i] for i in range(n_games)]
         for i, dealer in enumerate(first_dealers):
             if dealer is not None and (
-                not isinstance(dealer, (int, np.integer)) or isinstance(dealer, bool) or not 0 <= dealer < n
+                not is_int(dealer) or not 0 <= dealer < n
             ):
                 raise ValueError(f"options['dealer'][{i}] must be a seat in 0..{n - 1} or None, got {dealer!r}")
         matches = [
@@ -277,9 +276,8 @@ class BatchEnv:
         self._rngs = rngs
         self._matches = matches
         self._rounds = [m.round for m in matches]
-        self._piles = [1 << r.upcard for r in self._rounds]
         self._scores[:] = 0.0
-        self._store(None, self._encoder.pack_acting(self._rounds, self._piles, range(n_games)))
+        self._store(None, self._encoder.pack_acting(self._rounds, range(n_games)))
         return self._result(None, np.zeros((n_games, n), dtype=np.float32), np.zeros(n_games, dtype=bool), {})
 
     # ------------------------------------------------------------------ step
@@ -313,25 +311,15 @@ class BatchEnv:
         dones = np.zeros(m, dtype=bool)
         infos: dict[str, Any] = {}
         self._apply(game_list, acts.tolist(), rewards, dones, infos)
-        self._store(idx, self._encoder.pack_acting(self._rounds, self._piles, game_list))
+        self._store(idx, self._encoder.pack_acting(self._rounds, game_list))
         return self._result(idx, rewards, dones, infos)
 
     def _apply(self, game_list, act_list: list[int], rewards, dones, infos) -> None:
         """Play ``act_list[j]`` in game ``game_list[j]`` (checked by ``step``, so the engine's
-        unchecked transition is used), keep the pile masks, end rounds and episodes."""
-        piles, rounds, matches = self._piles, self._rounds, self._matches
-        discard = _DISCARD
+        unchecked transition is used), end rounds and episodes."""
+        matches = self._matches
         for j, g in enumerate(game_list):
-            st = rounds[g]
-            a = act_list[j]
-            phase = st.phase
-            outcome = matches[g].apply_unchecked(a)
-            if phase is discard:
-                if a < 55:  # onto the pile (after a reshuffle the pile is only this card)
-                    bit = 1 << (a - 3)
-                    piles[g] = piles[g] | bit if len(st.discard_pile) > 1 else bit
-            elif a == 1:  # took the discard top (or the upcard)
-                piles[g] ^= 1 << st.taken_card
+            outcome = matches[g].apply_unchecked(act_list[j])
             if outcome is not None:
                 self._end_round(g, j, outcome, rewards, dones, infos)
 
@@ -367,7 +355,6 @@ class BatchEnv:
             self._scores[g] = match.round_totals
             match.deal_next_round()
         self._rounds[g] = match.round
-        self._piles[g] = 1 << match.round.upcard
 
     # ------------------------------------------------------------------ encoding
     def _store(self, idx: np.ndarray | None, words: list[int]) -> None:
@@ -415,7 +402,7 @@ class BatchEnv:
             raise ValueError(f"seats must be in 0..{n - 1}")
         if not rows.size:
             return np.zeros((0, self.obs_size), np.float32), np.zeros((0, NUM_ACTIONS), np.int8)
-        words = self._encoder.pack_seats(self._rounds, self._piles, rows.tolist(), observers.tolist())
+        words = self._encoder.pack_seats(self._rounds, rows.tolist(), observers.tolist())
         obs = np.empty((rows.size, self.obs_size), dtype=np.float32)
         masks = np.empty((rows.size, NUM_ACTIONS), dtype=np.int8)
         self._encoder.unpack(words, self._scores[rows], obs, masks, viewers=observers)

@@ -82,6 +82,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from .episode import (
+    seat_observation,
     DEFAULT_MAX_ROUNDS,
     MATCH_BONUS_INFO,
     RESET_OPTIONS,
@@ -92,11 +93,10 @@ from .episode import (
     end_of_round,
     observation_bounds,
 )
-from .features import with_features
-from .observation import check_observation, encode, layout_for
+from .observation import check_observation, layout_for
 from .registration import register_envs
 from .rules.actions import NUM_ACTIONS
-from .rules.config import RulesConfig, make_config
+from .rules.config import RulesConfig, is_int, make_config
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
 from .state import encode_state, state_bounds
@@ -117,7 +117,7 @@ class ResetRequiredError(RuntimeError, AttributeError):
 
 def check_action_id(action: Any) -> None:
     """ValueError unless ``action`` is an action id: an int (Python or numpy, not a bool) in 0..106."""
-    if not isinstance(action, (int, np.integer)) or isinstance(action, (bool, np.bool_)) or not 0 <= action < NUM_ACTIONS:
+    if not is_int(action) or not 0 <= action < NUM_ACTIONS:
         raise ValueError(f"action must be an action id (an int in 0..{NUM_ACTIONS - 1}), got {action!r}")
 
 
@@ -242,16 +242,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.agent_selection = self.possible_agents[match.round.current]
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        seat = self.agent_name_mapping[agent]
         match = self._require_match()
-        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        if agent == self.agent_selection and not self.terminations[agent] and not self.truncations[agent]:
-            mask[match.round.legal_actions()] = 1
+        to_act = agent == self.agent_selection and not self.terminations[agent] and not self.truncations[agent]
         # round_totals: the match-end house-rule bonuses (docs/rules.md §11) stay out of observations.
-        observation = encode(match.round, match.round_totals, self.config.target_score, seat)
-        if self.observation == "features":
-            observation = with_features(observation, mask)  # from this observation and mask alone
-        return {"observation": observation, "action_mask": mask}
+        return seat_observation(match.round, match.round_totals, self.config.target_score,
+                                self.agent_name_mapping[agent], self.observation, to_act=to_act)
 
     def state(self) -> np.ndarray:
         """The full state (``okgin_env.state``): every hand and the stock order. Privileged: for
@@ -270,7 +265,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             return
         legal = match.round.legal_actions()
         # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
-        if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or action not in legal:
+        if not is_int(action) or action not in legal:
             match.round.apply(action)  # raises a ValueError that names the legal actions
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()

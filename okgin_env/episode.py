@@ -38,10 +38,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .features import feature_bounds
-from .observation import TARGET_SCALE, check_observation, layout_for
+from .features import feature_bounds, with_features
+from .observation import TARGET_SCALE, check_observation, encode, layout_for
+from .rules.actions import NUM_ACTIONS
 from .rules.config import OPTION_NAMES, RulesConfig, check_seed, is_int
 from .rules.match import MatchBonus, MatchState
+from .rules.round import RoundState
 from .rules.showdown import RoundOutcome
 
 EPISODES = ("match", "round")
@@ -155,6 +157,25 @@ def observation_bounds(config: RulesConfig, observation: str = "cards") -> tuple
     return np.zeros_like(high), high
 
 
+def seat_observation(state: RoundState, scores, target_score: int, seat: int, observation: str = "cards",
+                     to_act: bool | None = None) -> dict[str, np.ndarray]:
+    """What ``seat`` is given in ``state``: ``{"observation": float32 array, "action_mask": int8 (107,)}``,
+    the dict of every env, the match loop and the labelling players (one place builds it).
+
+    ``scores`` are the match scores the seat sees (without the match-end bonuses); the mask holds
+    the legal actions when the seat is to act (``to_act``; default: it is the seat to act and the
+    round is not over), else zeros; ``observation="features"`` appends the solver features, computed
+    from this observation and mask alone.
+    """
+    if to_act is None:
+        to_act = seat == state.current and not state.is_over
+    mask = state.legal_mask() if to_act else np.zeros(NUM_ACTIONS, dtype=np.int8)
+    encoded = encode(state, scores, target_score, seat)
+    if observation == "features":
+        encoded = with_features(encoded, mask)
+    return {"observation": encoded, "action_mask": mask}
+
+
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "EPISODES",
@@ -168,6 +189,7 @@ __all__ = [
     "check_reset_options",
     "check_seed",
     "end_of_round",
+    "seat_observation",
     "max_round_points",
     "observation_bounds",
     "round_cap_reached",

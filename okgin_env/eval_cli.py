@@ -1,7 +1,7 @@
 """The ``okgin-eval`` command: ``okgin_env.evaluate`` from the command line.
 
     okgin-eval search simple --matches 200 --workers 2 --out out/search_vs_simple
-    python -m okgin_env.evaluate random simple search --matches 100          # the same command
+    python -m okgin_env.eval_cli random simple search --matches 100          # the same command
 
 Every problem found before the first game (an unknown policy or bot setting, a bad rule option,
 an ``--out`` that cannot be written) ends with exit status 2 and a one-line message. Ctrl-C and
@@ -20,11 +20,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .bots import BOT_NAMES, HELD_OUT_BOTS
 from .episode import DEFAULT_MAX_ROUNDS, EPISODES
 from .rules.config import PRESETS
 from .eval_results import check_output_prefix
 from .evaluate import EvaluationInterrupted, evaluate
+from .players import bot_help
 
 
 class _Stopped(KeyboardInterrupt):
@@ -45,8 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "policies",
         nargs="+",
-        help=f"bot names ({', '.join(n for n in BOT_NAMES if n not in HELD_OUT_BOTS)}, and the held-out "
-             f"{', '.join(HELD_OUT_BOTS)}; settings as search:rollouts=64) or checkpoint paths ending in .pt",
+        help=f"player specs: {bot_help()}",
     )
     parser.add_argument("--matches", type=int, default=100, help="games per pair (rounded up to mirrored deals)")
     parser.add_argument("--episode", choices=EPISODES, default="match", help="a game is a full match or one round")

@@ -9,16 +9,15 @@ Library::
 
 CLI (also the ``okgin-eval`` command)::
 
-    python -m okgin_env.evaluate search simple --matches 200 --workers 2 --out out/search_vs_simple
-    python -m okgin_env.evaluate random simple search --matches 100          # round robin
-    python -m okgin_env.evaluate checkpoints/okgin_classic.pt simple --episode round
+    python -m okgin_env.eval_cli search simple --matches 200 --workers 2 --out out/search_vs_simple
+    python -m okgin_env.eval_cli random simple search --matches 100          # round robin
+    python -m okgin_env.eval_cli checkpoints/okgin_classic.pt simple --episode round
 
-**Policies.** A policy is given by a *spec*: a bot name (``"random"``, ``"simple"``,
-``"search"``), optionally with settings (``"search:rollouts=64,max_discards=3"``; ``seed`` and
-``rules`` are set by the evaluation); a policy file such as a checkpoint ending in ``.pt``
-(read by the loader registered for its suffix, see ``okgin_env.policy_loaders``); a callable
-``factory(seed) -> policy``; or an object with ``act(observation) -> int``. Every bot and file
-spec is built once in the calling process before any game, so a bad setting fails at once.
+**Policies.** A policy is given by a player spec (``okgin_env.players``): a bot name with
+optional settings (``"search:rollouts=64,max_discards=3"``; ``seed`` and the rules are set by
+the evaluation), a policy file such as ``checkpoints/okgin_classic.pt``, a callable
+``factory(seed) -> policy``, or a policy object. Every bot and file spec is built once in the
+calling process before any game, so a bad setting fails at once.
 Specs are sent to worker processes, so with ``workers > 1`` a callable must be a top-level
 (picklable) function.
 
@@ -55,7 +54,6 @@ than the bots themselves.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import itertools
 import math
@@ -79,13 +77,12 @@ from .match_loop import check_max_rounds, play_match
 from .policy_loaders import (
     PolicyLoadError,
     install_loaders,
-    is_policy_file,
-    load_policy_file,
     register_policy_loader,
     registered_loaders,
 )
 from .records import check_record_path, game_record, write_records
-from .rules.config import OPTION_NAMES, RulesConfig, make_config
+from .players import check_player, make_player, player_label
+from .rules.config import RulesConfig, is_int, make_config
 
 __all__ = [
     "EPISODES",
@@ -96,108 +93,12 @@ __all__ = [
     "PairResult",
     "PolicyLoadError",
     "Task",
-    "check_spec",
     "evaluate",
-    "main",
-    "make_policy",
     "make_tasks",
-    "parse_spec",
     "play_game",
     "register_policy_loader",
-    "spec_label",
     "wilson_interval",
 ]
-
-# Settings every game gives a bot itself (evaluation and okgin-play alike): its seed, and the
-# game's rules (a bot told other rules than the table's would silently misplay).
-RESERVED_SETTINGS = {
-    "seed": "each game derives the bots' seeds from its own seed (--seed)",
-    **{name: "bots play by the game's rules; set rule options for the game (--rules, --target-score)" for name in OPTION_NAMES},
-}
-
-# Older names, kept for callers.
-
-
-# ----------------------------------------------------------------------------- policies
-
-
-def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"search:rollouts=64,max_discards=3"`` -> ``("search", {"rollouts": 64, "max_discards": 3})``.
-
-    Values are Python literals where they parse as one (``64``, ``0.5``, ``True``), else text.
-    A setting given twice is a ValueError.
-    """
-    name, _, args = spec.partition(":")
-    kwargs: dict[str, Any] = {}
-    if args.strip():
-        for item in args.split(","):
-            key, eq, value = item.partition("=")
-            key = key.strip()
-            if not eq or not key:
-                raise ValueError(f"bad policy setting {item!r} in {spec!r}; expected name=value")
-            if key in kwargs:
-                raise ValueError(f"setting {key!r} is given twice in {spec!r}")
-            try:
-                kwargs[key] = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError):
-                kwargs[key] = value.strip()
-    return name.strip(), kwargs
-
-
-def _is_policy_object(spec: Any) -> bool:
-    """An instance with ``act`` (a class with ``act`` is a factory: it is called with the seed)."""
-    return not isinstance(spec, type) and hasattr(spec, "act")
-
-
-def make_policy(spec: Any, seed: int | None, config: RulesConfig) -> Any:
-    """Build the policy a spec names (see the module docstring) for one game."""
-    if _is_policy_object(spec):
-        return spec
-    if is_policy_file(spec):
-        return load_policy_file(spec, rules=config)
-    if isinstance(spec, str):
-        from .bots import make_bot
-
-        name, kwargs = parse_spec(spec)
-        for key, why in RESERVED_SETTINGS.items():
-            if key in kwargs:
-                raise ValueError(f"policy {spec!r}: {key!r} cannot be set in a policy spec; {why}")
-        return make_bot(name, seed=seed, rules=config, **kwargs)
-    if callable(spec):
-        return spec(seed)
-    raise ValueError(
-        f"cannot make a policy from {spec!r}: expected a bot name, a .pt checkpoint path, a factory or an object with act()"
-    )
-
-
-def check_spec(spec: Any, config: RulesConfig | None = None) -> None:
-    """Fail now, in this process, on a spec that cannot work: a ValueError (or FileNotFoundError).
-
-    Bot names and policy files are built once (with ``config``, default classic), so that a
-    mistyped or ill-typed setting is found before any game; factories and objects are left
-    to the games.
-    """
-    if _is_policy_object(spec) or callable(spec):
-        return
-    if not isinstance(spec, (str, os.PathLike)):
-        raise ValueError(f"cannot make a policy from {spec!r}: expected a bot name, a policy file, a factory or an object with act()")
-    if not is_policy_file(spec):
-        from .bots import BOT_NAMES
-
-        name, _ = parse_spec(os.fspath(spec))
-        if name not in BOT_NAMES:
-            raise ValueError(f"unknown policy {spec!r}: expected one of {', '.join(BOT_NAMES)} or a path ending in .pt")
-    try:
-        make_policy(os.fspath(spec), 0, config if config is not None else make_config("classic"))
-    except TypeError as error:  # a setting a constructor cannot take
-        raise ValueError(f"policy {spec!r}: {error}") from error
-
-
-def spec_label(spec: Any) -> str:
-    if isinstance(spec, (str, os.PathLike)):
-        return os.fspath(spec)
-    return getattr(spec, "name", None) or getattr(spec, "__name__", None) or type(spec).__name__
-
 
 # ----------------------------------------------------------------------------- one game
 
@@ -223,7 +124,7 @@ def play_game(task: Task) -> dict[str, Any]:
     """Play one match (or round) and summarise it from policy A's point of view."""
     config = task.config
     n = config.num_players
-    policies = [make_policy(spec, seed, config) for spec, seed in zip(task.specs, task.bot_seeds)]
+    policies = [make_player(spec, seed=seed, rules=config) for spec, seed in zip(task.specs, task.bot_seeds)]
     rng, _ = seeding.np_random(task.env_seed)  # the same generator env.reset(seed=...) makes
     rounds: list[Any] = []
     on_round = (lambda match, _outcome: rounds.append(match.round)) if task.record else None
@@ -269,7 +170,7 @@ def play_game(task: Task) -> dict[str, Any]:
 
 def _game_record(task: Task, game: Any, rounds: list[Any]) -> Any:
     return game_record(
-        task.config, [spec_label(spec) for spec in task.specs], rounds, game.scores, episode=task.episode,
+        task.config, [player_label(spec) for spec in task.specs], rounds, game.scores, episode=task.episode,
         max_rounds=task.max_rounds, winner=game.winner, truncated=game.truncated, seed=task.env_seed,
         bot_seeds=task.bot_seeds, seconds=[round(s, 4) for s in game.seconds], decisions=game.decisions,
         evaluation={"pair": task.pair, "deal": task.deal, "rotation": task.rotation, "a_seat": task.a_seat},
@@ -299,7 +200,7 @@ def _named(policies: Mapping[str, Any] | Sequence[Any]) -> list[tuple[str, Any]]
     else:
         items, seen = [], {}
         for spec in policies:
-            label = spec_label(spec)
+            label = player_label(spec)
             seen[label] = seen.get(label, 0) + 1
             items.append((label if seen[label] == 1 else f"{label}#{seen[label]}", spec))
     if len(items) < 2:
@@ -354,16 +255,16 @@ def evaluate(
     """
     if episode not in EPISODES:
         raise ValueError(f"episode={episode!r}; allowed: {', '.join(EPISODES)}")
-    if not isinstance(matches, int) or isinstance(matches, bool) or matches < 1:
+    if not is_int(matches) or matches < 1:
         raise ValueError(f"matches must be a positive int, got {matches!r}")
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+    if not is_int(workers) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     max_rounds = check_max_rounds(max_rounds)
     # num_players=None keeps the preset's or the given RulesConfig's own count; a number overrides it.
     config = make_config(rules, num_players=num_players, **rule_options)
     named = _named(policies)
     for _, spec in named:
-        check_spec(spec, config)
+        check_player(spec, config)
     tasks = make_tasks(named, matches, config, episode, seed, max_rounds)
     if record is not None:
         check_record_path(record)  # before any game
@@ -382,7 +283,7 @@ def evaluate(
     for index, ((name_a, _), (name_b, _)) in enumerate(itertools.combinations(named, 2)):
         pairs.append(PairResult.from_records(name_a, name_b, [r for r in records if r["pair"] == index]))
     settings = {
-        "policies": {name: spec_label(spec) for name, spec in named},
+        "policies": {name: player_label(spec) for name, spec in named},
         "matches": matches,
         "games_per_pair": len(tasks) // max(1, len(pairs)),
         "episode": episode,
@@ -483,14 +384,3 @@ def _progress_bar(total: int, enabled: bool):
 
 
 # ----------------------------------------------------------------------------- CLI
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``okgin-eval`` command (``okgin_env.eval_cli``)."""
-    from .eval_cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -89,15 +89,15 @@ class GymEnv(gymnasium.Env):
             if len(spec) != len(agents) - 1:
                 raise ValueError(f"opponents as a list holds one opponent per other seat: {len(agents) - 1}, got {len(spec)}")
             for one in spec:
-                check_opponent(one)
+                check_opponent(one, self.aec.config)
         elif isinstance(spec, dict):
             needed = set(agents) if learner_seat == "alternate" else set(agents) - {agents[learner_seat]}
             if not needed <= set(spec) <= set(agents):
                 raise ValueError(f"opponents as a dict holds one opponent for each of {sorted(needed)}, got keys {sorted(spec)}")
             for one in spec.values():
-                check_opponent(one)
+                check_opponent(one, self.aec.config)
         else:
-            check_opponent(spec)
+            check_opponent(spec, self.aec.config)
         return spec
 
     def _build_opponents(self, seed: int | None) -> None:

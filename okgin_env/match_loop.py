@@ -32,8 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .episode import DEFAULT_MAX_ROUNDS, EPISODES, check_max_rounds, round_cap_reached
-from .observation import encode
+from .episode import DEFAULT_MAX_ROUNDS, EPISODES, check_max_rounds, round_cap_reached, seat_observation
 from .rules.config import RulesConfig
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
@@ -96,10 +95,7 @@ def play_match(
     while True:
         state = match.round
         seat = state.current
-        observation = {
-            "observation": encode(state, match.scores, config.target_score, seat),
-            "action_mask": state.legal_mask(),
-        }
+        observation = seat_observation(state, match.scores, config.target_score, seat, to_act=True)
         if on_decision is not None and on_decision(match, seat, observation):
             stopped = True
             break

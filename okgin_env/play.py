@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .env import raw_env
-from .evaluate import check_spec, make_policy, spec_label
-from .rules.config import PRESETS
+from .players import bot_help, check_player, make_player, player_label
+from .rules.config import PRESETS, is_int
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
@@ -87,9 +87,9 @@ class Game:
         n = self.env.config.num_players
         if not 0 <= seat < n:
             raise ValueError(f"seat must be in 0..{n - 1}, got {seat}")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+        if seed is not None and (not is_int(seed) or seed < 0):
             raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
-        check_spec(opponent, self.env.config)
+        check_player(opponent, self.env.config)
         self.seat = seat
         self.seed = seed
         self.reset_options = {k: v for k, v in (("deck", deck), ("dealer", dealer)) if v is not None}
@@ -98,7 +98,7 @@ class Game:
         self.print = print_fn or (lambda *parts: print(*parts))
         self.human = self.env.possible_agents[seat]
         self.policies = {
-            agent: make_policy(opponent, None if seed is None else seed * 10 + i, self.env.config)
+            agent: make_player(opponent, seed=None if seed is None else seed * 10 + i, rules=self.env.config)
             for i, agent in enumerate(self.env.possible_agents)
             if agent != self.human
         }
@@ -175,7 +175,7 @@ class Game:
         env = self.env
         finished = self.episode_over()
         truncated = any(env.truncations.values())
-        players = ["human" if s == self.seat else spec_label(self.opponent) for s in range(env.config.num_players)]
+        players = ["human" if s == self.seat else player_label(self.opponent) for s in range(env.config.num_players)]
         return game_record(
             env.config, players, self.round_states, env.match.scores, episode=env.episode, reward=env.reward_mode,
             max_rounds=env.max_rounds, winner=self.final_winner() if finished and not truncated else None,
@@ -394,7 +394,7 @@ def play(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="okgin-play", description="Play Oklahoma Gin in the terminal.")
-    parser.add_argument("--opponent", default="simple", help="random, simple, search (or search:rollouts=64), aggressor, defender, or a .pt checkpoint")
+    parser.add_argument("--opponent", default="simple", help=f"who plays the other seats: {bot_help()}")
     parser.add_argument("--seed", type=int, default=None, help="deal and bot seed (default: random)")
     parser.add_argument("--rules", choices=PRESETS, default="classic")
     parser.add_argument("--episode", choices=("match", "round"), default="match")

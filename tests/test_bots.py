@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import time
 
 import numpy as np
 import pytest
@@ -588,15 +587,20 @@ def test_the_finalists_get_their_share_of_the_time(monkeypatch):
 
 
 @pytest.mark.parametrize("table", [("classic", 2), ("penalty", 4)], ids=["classic-2p", "penalty-4p"])
-def test_search_keeps_a_tight_time_budget(positions, table):
-    """Real time, with a budget no search finishes: 0.02 s a decision stays far below 0.5 s."""
+def test_search_with_a_time_limit_stops_before_its_rollouts_run_out(positions, table, monkeypatch):
+    """A budget no search finishes in time (10**6 rollouts, 0.02 s): every decision is legal and
+    stops on the clock, long before its rollouts budget (a slower machine only samples less). How
+    close a decision stays to its time limit is measured in benchmarks/, not asserted here."""
     bot = SearchBot(seed=0, rules=table[0], rollouts=10**6, time_limit=0.02)
+    drawn = []
+    determinize = bot.determinize
+    monkeypatch.setattr(bot, "determinize", lambda v, config: drawn.append(1) or determinize(v, config))
     searched = 0
     for observation, _ in positions[table][::60]:
-        start = time.perf_counter()
+        drawn.clear()
         action = bot.act(observation)
-        assert time.perf_counter() - start < 0.5
         assert action in legal(observation)
+        assert len(drawn) < 10**4
         searched += bool(bot.last_values)
     assert searched >= 5
 

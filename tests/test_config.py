@@ -10,10 +10,7 @@ from okgin_env import MatchState, Phase, RoundState, card_str, make_config
 from okgin_env.rules.actions import DRAW_STOCK, NUM_ACTIONS, PASS, TAKE_DISCARD
 from okgin_env.rules.config import OPTION_NAMES, RulesConfig
 
-try:
-    from helpers import build_deck, discard, ids, knock, new_round, snapshot
-except ImportError:  # tests/ imported as a package
-    from tests.helpers import build_deck, discard, ids, knock, new_round, snapshot
+from tests.helpers import build_deck, discard, ids, knock, new_round, snapshot
 
 
 # ----------------------------------------------------------------------------- presets and options

@@ -100,7 +100,7 @@ def _as_in_a_terminal() -> None:
 
 def start_long_run(workers: int) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "okgin_env.evaluate", "simple", "random", "--matches", "20000", "--workers",
+        [sys.executable, "-m", "okgin_env.eval_cli", "simple", "random", "--matches", "20000", "--workers",
          str(workers), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         preexec_fn=_as_in_a_terminal,

@@ -13,15 +13,15 @@ from gymnasium.utils import seeding
 
 import okgin_env
 from okgin_env.bots import SimpleBot
+from okgin_env.eval_cli import main
+from okgin_env.players import parse_bot_spec
 from okgin_env import policy_loaders
 from okgin_env.evaluate import (
     EvalResults,
     EvaluationInterrupted,
     PolicyLoadError,
     evaluate,
-    main,
     make_tasks,
-    parse_spec,
     play_game,
     register_policy_loader,
     wilson_interval,
@@ -66,14 +66,14 @@ def test_wilson_interval_edge_cases():
         wilson_interval(5, 4)
 
 
-def test_parse_spec():
-    assert parse_spec("search") == ("search", {})
-    assert parse_spec("search:rollouts=64,opponent_model=uniform") == (
+def test_parse_bot_spec():
+    assert parse_bot_spec("search") == ("search", {})
+    assert parse_bot_spec("search:rollouts=64,opponent_model=uniform") == (
         "search",
         {"rollouts": 64, "opponent_model": "uniform"},
     )
     with pytest.raises(ValueError):
-        parse_spec("search:rollouts")
+        parse_bot_spec("search:rollouts")
 
 
 # ----------------------------------------------------------------------------- fairness
@@ -327,7 +327,7 @@ def test_evaluate_never_imports_training():
 
 
 def test_bad_arguments_fail_early():
-    with pytest.raises(ValueError, match="unknown policy"):
+    with pytest.raises(ValueError, match="unknown player"):
         evaluate(["simple", "clever"], matches=2, **QUICK)
     with pytest.raises(ValueError, match="at least two"):
         evaluate(["simple"], **QUICK)
@@ -339,9 +339,9 @@ def test_bad_arguments_fail_early():
 
 def test_a_setting_given_twice_or_owned_by_the_game_is_refused():
     with pytest.raises(ValueError, match="'rollouts' is given twice"):
-        parse_spec("search:rollouts=4,rollouts=8")
+        parse_bot_spec("search:rollouts=4,rollouts=8")
     for spec, name in (("random:seed=3", "seed"), ("search:rules='penalty'", "rules"), ("simple:gin_bonus=30", "gin_bonus")):
-        with pytest.raises(ValueError, match=f"'{name}' cannot be set in a policy spec"):
+        with pytest.raises(ValueError, match=f"'{name}' cannot be set in a player spec"):
             evaluate([spec, "simple"], matches=2, **QUICK)
 
 
@@ -439,7 +439,7 @@ def test_cli_main_end_to_end(tmp_path, capsys):
 
 def test_cli_module_runs_as_a_program(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "okgin_env.evaluate", "random", "simple", "--matches", "2", "--episode", "round",
+        [sys.executable, "-m", "okgin_env.eval_cli", "random", "simple", "--matches", "2", "--episode", "round",
          "--target-score", "20", "--no-progress"],
         capture_output=True, text=True, timeout=120, check=False,
     )

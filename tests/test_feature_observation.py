@@ -279,11 +279,8 @@ def test_features_agree_on_every_world_consistent_with_what_the_seat_knows(table
             scores = [env.match.round_totals[(seat + k) % n] for k in range(n)]
             card_obs = encode(world, scores, config.target_score, 0)
             assert np.array_equal(with_features(card_obs, world.legal_mask()), real["observation"])
-            pile = 0
-            for card in world.discard_pile:
-                pile |= 1 << card
             out = np.zeros((1, FEATURE_SIZE))
-            fill_features(parts_of_words(encoder.pack_acting([world], [pile], [0]), encoder), out)
+            fill_features(parts_of_words(encoder.pack_acting([world], [0]), encoder), out)
             assert np.array_equal(out[0].astype(np.float32), real["observation"][-FEATURE_SIZE:])
             checked += 1
             env.step(int(pick.choice(np.flatnonzero(real["action_mask"]))))
@@ -346,7 +343,7 @@ def test_the_row_by_row_and_vectorized_evaluators_agree_bit_for_bit(table):
     rng = np.random.default_rng(21)
     encoder = batch._encoder
     for _ in range(30):
-        words = encoder.pack_seats(batch._rounds, batch._piles, list(range(64)), rng.integers(0, n, 64).tolist())
+        words = encoder.pack_seats(batch._rounds, list(range(64)), rng.integers(0, n, 64).tolist())
         parts = planes.parts_of_words(words, encoder)
         one, other = np.full((64, FEATURE_SIZE), 7.0), np.full((64, FEATURE_SIZE), 7.0)
         planes._fill_row_by_row(parts, one)
@@ -480,7 +477,7 @@ def test_vector_and_gym_envs_give_the_same_feature_observations():
     assert episodes >= 3
 
 
-@pytest.mark.parametrize("opponent", ["simple", "simple_obs", "random"])
+@pytest.mark.parametrize("opponent", ["simple", "lookahead", "random"])
 def test_bots_play_against_a_feature_learner(opponent):
     env = GymEnv(opponents=opponent, observation="features", episode="round")
     observation, info = env.reset(seed=0)

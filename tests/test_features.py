@@ -226,10 +226,9 @@ def test_features_read_from_states_are_those_of_their_views(table):
     if n > 2:
         assert any(st.reshuffles > 0 for st, _ in states)
     for st, scores in states:
-        pile = sum(1 << card for card in st.discard_pile)
         for seat in range(n):
             expected = features._training_facts(view_of_state(st, scores, config.target_score, seat))
-            got = features.facts_of_state(st, seat, pile)
+            got = features.facts_of_state(st, seat)
             assert all(getattr(got, name) == getattr(expected, name) for name in features._Facts.__slots__
                        if name not in ("_after", "_discards_known"))
     encoder = PackedEncoder(n, config.target_score)

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-try:
-    from golden import record
-except ImportError:  # run from the repository root as a package
-    from tests.golden import record
+from tests.golden import record
 
 GOLDEN = record.load_golden()
 

@@ -129,17 +129,18 @@ def test_bot_names_are_opponents_of_the_gym_env():
 def test_opponents_is_the_one_keyword_of_both_single_agent_envs():
     from okgin_env import VectorGymEnv
     from okgin_env.bots import SearchBot
-    from okgin_env.opponents import SimpleStateOpponent, make_opponent
+    from okgin_env.bots import SimpleBot
+    from okgin_env.opponents import make_opponent
 
     vector = VectorGymEnv(2, opponents="simple", episode="round")
-    assert isinstance(vector.opponent, SimpleStateOpponent)
+    assert isinstance(vector.opponent, SimpleBot)
     vector.reset(seed=0)
     for env_class, args in ((GymEnv, ()), (VectorGymEnv, (2,))):
         with pytest.raises(ValueError, match="opponents="):
             env_class(*args, opponent="simple")
-        with pytest.raises(ValueError, match="unknown opponent 'simpel'"):
+        with pytest.raises(ValueError, match="unknown player 'simpel'"):
             env_class(*args, opponents="simpel")
-        with pytest.raises(ValueError, match="neither a bot name"):
+        with pytest.raises(ValueError, match="cannot make a player from 3"):
             env_class(*args, opponents=3)
     config = okgin_env.make_config("penalty", num_players=3)
     search = make_opponent("search", seed=1, config=config)
@@ -152,4 +153,4 @@ def test_opponents_is_the_one_keyword_of_both_single_agent_envs():
         GymEnv(opponents={"player_1": "simple"}, learner_seat="alternate")
     env = GymEnv(opponents=["simple", None], rules="penalty", num_players=3, episode="round")
     env.reset(seed=1)
-    assert isinstance(env._opponent_for(1), SimpleStateOpponent)
+    assert isinstance(env._opponent_for(1), SimpleBot)

@@ -21,10 +21,7 @@ from okgin_env.rules.cards import card_id, from_mask, parse_cards, to_mask
 from okgin_env.rules.melds import deadwood_of_mask
 from okgin_env.rules.round import Phase, RoundState
 
-try:
-    from helpers import build_deck, observation_of, position
-except ImportError:  # pragma: no cover - started from the repository root
-    from tests.helpers import build_deck, observation_of, position
+from tests.helpers import build_deck, observation_of, position
 
 TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
 HELD_OUT = [AggressorBot, DefenderBot]
@@ -45,13 +42,17 @@ def kind(action: int, phase: Phase) -> str:
 # ----------------------------------------------------------------------------- registry
 
 
-def test_held_out_bots_are_registered_and_named_apart():
-    assert HELD_OUT_BOTS == ("aggressor", "defender")
+def test_held_out_bots_are_registered_and_kept_out_of_training():
+    from okgin_env.players import check_player
+
     assert set(HELD_OUT_BOTS) <= set(BOT_NAMES)
     assert isinstance(make_bot("aggressor", seed=1), AggressorBot)
     assert isinstance(make_bot("defender", seed=1, rules="penalty"), DefenderBot)
     for name in HELD_OUT_BOTS:
-        assert "evaluation only" in type(make_bot(name)).__doc__
+        check_player(name, purpose="play")
+        for purpose in ("teach", "label"):
+            with pytest.raises(ValueError, match="held-out bots"):
+                check_player(name, purpose=purpose)
 
 
 @pytest.mark.parametrize("name", HELD_OUT_BOTS)

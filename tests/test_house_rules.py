@@ -20,10 +20,7 @@ from okgin_env.rules.actions import DRAW_STOCK, PASS, TAKE_DISCARD
 from okgin_env.rules.config import RulesConfig
 from okgin_env.rules.match import match_bonus
 
-try:
-    from helpers import build_deck, discard, knock
-except ImportError:  # tests/ imported as a package
-    from tests.helpers import build_deck, discard, knock
+from tests.helpers import build_deck, discard, knock
 
 AGENTS = ["player_0", "player_1"]
 

@@ -128,3 +128,85 @@ def test_the_package_pickles_by_reference():
     import okgin_env
 
     assert pickle.loads(pickle.dumps(okgin_env)) is okgin_env
+
+
+# ----------------------------------------------------------------------------- no import circle
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of okgin_env and training and the modules of both it imports, anywhere in its
+    code (an import inside a function counts as much as one at the top), with the packages
+    Python runs on the way (importing ``a.b.c`` runs ``a`` and ``a.b`` first)."""
+    root = PACKAGE.parent
+    modules: dict[str, Path] = {}
+    for package in ("okgin_env", "training"):
+        for path in (root / package).rglob("*.py"):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def with_parents(name: str) -> set[str]:
+        name = name.replace("okgin_training", "training")
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        parts = name.split(".") if name else []
+        return {".".join(parts[:k]) for k in range(1, len(parts) + 1)}
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found |= with_parents(alias.name)
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                for alias in node.names:
+                    found |= with_parents(f"{target}.{alias.name}") | with_parents(target)
+        ancestors = with_parents(name) - {name}  # a module's own packages are running already
+        graph[name] = found - ancestors - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_lazy_imports_counted():
+    graph = import_graph()
+    assert "okgin_env.rules.round" in graph and "training.train" in graph
+    assert "okgin_env.observation" in graph["okgin_env.features.planes"]  # the graph sees the imports
+    assert circles(graph) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -19,10 +19,7 @@ from okgin_env.rules.config import make_config
 from okgin_env.rules.infoset import InfoSet
 from okgin_env.rules.round import Phase, RoundState
 
-try:
-    from helpers import greedy_action, random_action, snapshot
-except ImportError:  # tests/ imported as a package
-    from tests.helpers import greedy_action, random_action, snapshot
+from tests.helpers import greedy_action, random_action, snapshot
 
 TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
 

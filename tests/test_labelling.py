@@ -491,7 +491,7 @@ def test_label_opponent_is_checked_and_recorded(tmp_path, capsys):
                 "--run-dir", str(refused)]) == 2
     assert "rollout player 'policy'" in capsys.readouterr().err and not refused.exists()
     for bad, why in (("aggressor", "held-out bots"), ("search:time_limit=0.1", "time_limit"),
-                     ("nonsense", "unknown bot"), ("lookahead:colour=3", "colour")):
+                     ("nonsense", "unknown player"), ("lookahead:colour=3", "colour")):
         with pytest.raises(ValueError, match=why):
             label_decisions_batched((CLASSIC, "classic", 1, 1, {"opponent": bad}))
         with pytest.raises(ValueError, match=why):
@@ -524,7 +524,7 @@ def test_rollout_player_is_checked_and_recorded(tmp_path, capsys):
     with pytest.raises(ValueError, match="rollout player 3; allowed: policy or a bot spec"):
         unpack_job((CLASSIC, "classic", 1, 1, {"rollout": 3}))
     for bad, why in (("aggressor", "held-out bots"), ("search:time_limit=0.1", "time_limit"),
-                     ("nonsense", "unknown bot"), ("lookahead:colour=3", "colour")):
+                     ("nonsense", "unknown player"), ("lookahead:colour=3", "colour")):
         with pytest.raises(ValueError, match=why):
             label_decisions_batched((CLASSIC, "classic", 1, 1, {"rollout": bad}))
         assert cli(["--init-from", CLASSIC, "--rollout-player", bad, "--run-dir", str(tmp_path / "bad")]) == 2

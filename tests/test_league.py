@@ -61,7 +61,7 @@ def test_prioritized_training_reweights_every_few_updates(tmp_path, monkeypatch)
                         lambda self: seen.append(dict(self.rounds)) or real_weights(self))
     run_dir = tmp_path / "run"
     train_main([*TINY, "--total-decisions", "640", "--run-dir", str(run_dir), "--seed", "3",
-                "--opponent-pool", "simple=1,random=1,self=1", "--pool-sampling", "prioritized",
+                "--opponent-pool", "simple random self", "--pool-sampling", "prioritized",
                 "--reweight-every", "2"])
     assert len(seen) == 5  # 10 updates (the first imitates): re-split after updates 2, 4, 6, 8 and 10
     assert all(rounds > 0 for rounds in seen[-1].values())  # results were recorded for every opponent
@@ -70,7 +70,7 @@ def test_prioritized_training_reweights_every_few_updates(tmp_path, monkeypatch)
 def test_retable_hands_changed_tables_to_their_new_opponents():
     import okgin_env
     from okgin_env.bots.random_bot import random_legal_actions
-    from okgin_env.opponents import SimpleStateOpponent
+    from okgin_env.bots import SimpleBot
     from okgin_env.vector import VectorGymEnv
     from training.league import SnapshotPool
     from training.policy import build_model
@@ -89,7 +89,7 @@ def test_retable_hands_changed_tables_to_their_new_opponents():
     assert tables.opponents[0] is kept  # unchanged tables keep their opponent
     assert tables.opponents[1] is snapshots.opponents[0]  # the new self-play table plays a snapshot
     assert tables.opponents[2] is not snapshots.opponents[0]
-    assert not isinstance(getattr(tables.opponents[2], "policy", tables.opponents[2]), SimpleStateOpponent)
+    assert not isinstance(getattr(tables.opponents[2], "policy", tables.opponents[2]), SimpleBot)
     _, infos = tables.reset(seed=2)
     rng = np.random.default_rng(0)
     for _ in range(60):  # an illegal opponent move would raise inside step

@@ -14,10 +14,7 @@ from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, 
 from okgin_env.rules.cards import card_id, from_mask
 from okgin_env.rules.melds import deadwood_of_mask
 
-try:
-    from helpers import build_deck, observation_of, position
-except ImportError:  # pragma: no cover - started from the repository root
-    from tests.helpers import build_deck, observation_of, position
+from tests.helpers import build_deck, observation_of, position
 
 TABLES = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
 

@@ -462,10 +462,10 @@ def test_packed_encoder_is_encode_and_the_legal_mask_for_every_seat(kwargs):
         knocks = [a for a in legal if a >= KNOCK_BASE]
         env.step(knocks[0] if knocks else legal[rng.randrange(len(legal))])
     assert any(st.is_over for st in rounds)
-    piles = [to_mask(st.discard_pile) for st in rounds]
+    assert all(st.pile_mask == to_mask(st.discard_pile) for st in rounds)  # kept in step by the rules core
     games = list(range(len(rounds)))
     for seat in range(n):
-        words = encoder.pack_seats(rounds, piles, games, [seat] * len(games))
+        words = encoder.pack_seats(rounds, games, [seat] * len(games))
         obs = np.empty((len(games), encoder.size), np.float32)
         masks = np.empty((len(games), 107), np.int8)
         acting = encoder.unpack(words, np.array(scores, dtype=np.float64), obs, masks, viewers=np.full(len(games), seat))
@@ -476,7 +476,7 @@ def test_packed_encoder_is_encode_and_the_legal_mask_for_every_seat(kwargs):
             assert acting[g] == st.current
             states += 1
     live = [g for g in games if not rounds[g].is_over]  # what BatchEnv packs: a seat is to act
-    assert encoder.pack_acting(rounds, piles, live) == encoder.pack_seats(rounds, piles, live, [rounds[g].current for g in live])
+    assert encoder.pack_acting(rounds, live) == encoder.pack_seats(rounds, live, [rounds[g].current for g in live])
     assert states == n * 400
 
 

@@ -83,7 +83,7 @@ def test_quick_penalty_pipeline_trains_labels_and_fits_at_a_three_player_table(t
     planned = record["stages_planned"]
     assert planned["ppo"][planned["ppo"].index("--rules") + 1] == "penalty"
     assert planned["ppo"][planned["ppo"].index("--num-players") + 1] == "3"
-    assert planned["ppo"][planned["ppo"].index("--opponent-pool") + 1] == "simple=3,self=1"
+    assert planned["ppo"][planned["ppo"].index("--opponent-pool") + 1] == "simple@3 self@1"
     assert list(record["stages"]) == ["ppo", "improve1", "improve2"]
     assert record["stages"]["improve2"]["summary"]["labelled_decisions"] == 40
     policy = load_policy(run_dir / "final.pt", rules="penalty", num_players=3)
@@ -243,7 +243,7 @@ PENALTY_STEPS_3 = len(PENALTY_RECIPE[3].steps.split(","))
 @pytest.mark.parametrize("flag, value, why", [("--fit-target", "wins", "not one of label, match"),
                                               ("--fit-target", "label/match", "one per step"),
                                               ("--rollout-player", "aggressor", "held-out"),
-                                              ("--rollout-player", "nonsense", "unknown bot"),
+                                              ("--rollout-player", "nonsense", "unknown player"),
                                               ("--rollout-player", "simple/policy", "one per step"),
                                               ("--rollout-player",
                                                "simple/aggressor" + "/policy" * (PENALTY_STEPS_3 - 2), "held-out"),

@@ -22,10 +22,7 @@ from okgin_env import MatchState, Phase, RoundState, make_config
 from okgin_env.rules.cards import mask_value, to_mask
 from okgin_env.rules.melds import deadwood_of_mask
 
-try:
-    from helpers import greedy_action, is_meld, layoffs_fit, random_action, snapshot
-except ImportError:  # tests/ imported as a package
-    from tests.helpers import greedy_action, is_meld, layoffs_fit, random_action, snapshot
+from tests.helpers import greedy_action, is_meld, layoffs_fit, random_action, snapshot
 
 SETUPS = [("classic", 2), ("penalty", 2), ("penalty", 3), ("penalty", 4)]
 
@@ -59,6 +56,7 @@ def play_round(state: RoundState, rng: np.random.Generator, policy: str, alterna
             assert snapshot(state) == before, "playing on a clone changed the original"
         state.apply(policies[state.current](state))
         assert state.cards_accounted() == 52
+        assert state.pile_mask == sum(1 << card for card in state.discard_pile), "pile_mask out of step"
         steps += 1
         assert steps <= bound, "the round did not end"
     assert state.legal_actions() == [] and state.phase is Phase.OVER

@@ -440,7 +440,6 @@ def test_the_round_state_keeps_its_deck_and_reshuffles():
     assert parts.deck is None and parts.reshuffle_orders == ()
 
 
-@pytest.mark.skipif("box_bonus" not in make_config("classic").to_dict(), reason="the house rules of docs/rules.md §11")
 def test_match_end_bonuses_count_in_the_last_round_s_totals(tmp_path):
     _, records = evaluated(tmp_path, "classic", 2, matches=2, box_bonus=25, game_bonus=100)
     for index, record in enumerate(records):

@@ -20,7 +20,7 @@ import okgin_env
 from okgin_env import BatchEnv, GymEnv, VectorGymEnv, make_config, raw_env
 from okgin_env.bots import make_bot
 from okgin_env.episode import DEFAULT_MAX_ROUNDS, max_round_points, observation_bounds
-from okgin_env.opponents import SimpleStateOpponent
+from okgin_env.bots import SimpleBot
 from okgin_env.rules.actions import KNOCK_BASE, NUM_ACTIONS
 from okgin_env.rules.config import RulesConfig
 
@@ -359,7 +359,7 @@ def test_raw_env_takes_illegal_action_raise_and_points_to_env_for_terminate():
 @pytest.mark.parametrize(
     "make, message",
     [
-        (lambda: GymEnv(opponents=3), "neither a bot name"),
+        (lambda: GymEnv(opponents=3), "cannot make a player from 3"),
         (lambda: GymEnv(learner_seat=True), "learner_seat=True"),
         (lambda: GymEnv(learner_seat=np.True_), "learner_seat"),
         (lambda: VectorGymEnv(2, learner_seat=True), "learner_seat=True"),
@@ -381,10 +381,10 @@ def test_bad_constructor_arguments_are_refused_at_once(make, message):
 def test_gymnasium_make_gives_the_documented_defaults():
     env = gymnasium.make("OklahomaGin-v0").unwrapped
     assert env.illegal_action == "terminate"
-    assert isinstance(env._opponent_for(1), SimpleStateOpponent)
+    assert isinstance(env._opponent_for(1), SimpleBot)
     assert (env.aec.episode, env.aec.reward_mode, env.aec.max_rounds) == ("match", "points", DEFAULT_MAX_ROUNDS)
     vector = VectorGymEnv(2)  # the same defaults
-    assert isinstance(vector.opponent, SimpleStateOpponent)
+    assert isinstance(vector.opponent, SimpleBot)
     assert (vector.batch.episode, vector.batch.reward_mode, vector.batch.max_rounds) == ("match", "points", DEFAULT_MAX_ROUNDS)
 
 

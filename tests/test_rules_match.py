@@ -8,10 +8,7 @@ import pytest
 from okgin_env import MatchState, make_config
 from okgin_env.rules.actions import DRAW_STOCK, PASS
 
-try:
-    from helpers import build_deck, discard, greedy_action, knock
-except ImportError:  # tests/ imported as a package
-    from tests.helpers import build_deck, discard, greedy_action, knock
+from tests.helpers import build_deck, discard, greedy_action, knock
 
 # Seat 1 draws 5S and goes gin against 49 deadwood: 25 + 49 = 74 points (see test_rules_showdown).
 GIN_STORY = dict(

@@ -11,10 +11,7 @@ import pytest
 from okgin_env import Phase, card_str
 from okgin_env.rules.actions import DRAW_STOCK, PASS, TAKE_DISCARD
 
-try:
-    from helpers import card_id, discard, discards_in, ids, knock, knocks_in, new_round, snapshot
-except ImportError:  # tests/ imported as a package
-    from tests.helpers import card_id, discard, discards_in, ids, knock, knocks_in, new_round, snapshot
+from tests.helpers import card_id, discard, discards_in, ids, knock, knocks_in, new_round, snapshot
 
 
 def pass_all(state) -> None:

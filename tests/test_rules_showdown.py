@@ -13,10 +13,7 @@ from okgin_env import Phase, make_config
 from okgin_env.rules.actions import DRAW_STOCK, PASS
 from okgin_env.rules.showdown import knock_outcome
 
-try:
-    from helpers import card_id, ids, knock, layoffs_fit, mask, new_round
-except ImportError:  # tests/ imported as a package
-    from tests.helpers import card_id, ids, knock, layoffs_fit, mask, new_round
+from tests.helpers import card_id, ids, knock, layoffs_fit, mask, new_round
 
 
 def showdown(hands, knocker=0, limit=10, upcard="TH", rules="classic", **options):

@@ -34,10 +34,7 @@ from okgin_env.rules.actions import KNOCK_BASE, NUM_ACTIONS
 from okgin_env.rules.melds import knock_ruled_out
 from okgin_env.vector import VectorGymEnv
 
-try:
-    from okgin_env.bots.simple import simple_action_for_state
-except ImportError:  # the bots package is optional for these tests: fall back to knock-greedy random play
-    simple_action_for_state = None
+from okgin_env.bots.simple import simple_action_for_state
 
 PRESETS = [
     {"rules": "classic", "num_players": 2},
@@ -50,7 +47,7 @@ PRESETS = [
 def _choose(env, mask: np.ndarray, rng: random.Random, smart: bool) -> int:
     legal = np.flatnonzero(mask)
     if smart:
-        if simple_action_for_state is not None and rng.random() < 0.9:
+        if rng.random() < 0.9:
             return int(simple_action_for_state(env.round_state, rng))
         knocks = legal[legal >= KNOCK_BASE]
         if knocks.size:
@@ -419,10 +416,8 @@ def test_vector_gym_env_matches_gym_env(options, learner_seat):
     assert rounds >= 6 and episodes >= 1
 
 
-@pytest.mark.parametrize("opponent", ["random", "simple", "simple_obs", RandomBot(1), "first-legal-act"])
+@pytest.mark.parametrize("opponent", ["random", "simple", "search:rollouts=4", RandomBot(1), "first-legal-act"])
 def test_vector_gym_env_opponents_run(opponent):
-    if opponent in ("simple", "simple_obs") and simple_action_for_state is None:
-        pytest.skip("the bots package is not available")
     if opponent == "first-legal-act":
         opponent = PerObservationOpponent(FirstLegal())
     env = VectorGymEnv(
@@ -579,7 +574,7 @@ def test_one_opponent_per_game_plays_only_its_own_games():
 def test_per_game_opponent_list_is_checked_and_set_opponent_changes_one_game():
     with pytest.raises(ValueError, match="one opponent per game"):
         VectorGymEnv(3, opponents=["simple", "random"])
-    with pytest.raises(ValueError, match="unknown opponent"):
+    with pytest.raises(ValueError, match="unknown player"):
         VectorGymEnv(2, opponents=["simple", "nobody"])
     vector = VectorGymEnv(2, opponents="simple")
     assert vector.opponents[0] is vector.opponents[1] is vector.opponent

@@ -344,7 +344,7 @@ def test_a_seeded_store_deals_each_match_from_its_own_seed():
 
 
 def test_bad_store_options_are_refused():
-    with pytest.raises(ValueError, match="unknown policy 'nobot'"):
+    with pytest.raises(ValueError, match="unknown player 'nobot'"):
         GameStore("nobot")
     with pytest.raises(ValueError, match="unknown setting"):
         GameStore("search:rolouts=3")
@@ -445,7 +445,7 @@ def test_the_core_package_does_not_import_flask():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--opponent", "nobot"], "unknown policy 'nobot'"),
+        (["--opponent", "nobot"], "unknown player 'nobot'"),
         (["--opponent", "missing.pt"], "missing.pt"),
         (["--port", "70000"], "--port must be in 0..65535"),
         (["--records", "/no/such/file.jsonl"], "No such file"),

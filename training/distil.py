@@ -39,12 +39,12 @@ import numpy as np
 import torch
 
 from okgin_env.bots import SimpleBot
-from okgin_env.evaluate import make_policy
+from okgin_env.players import make_player
 
 from .cli import parse_dataclass_args
 from .features import MAX_LEGAL_ACTIONS
 from .improve import checkpoint_identity, chunk_sizes, held_out_chunks, label_chunks
-from .league import check_teacher
+from .league import check_training_player
 from .labelling import checkpoint_file, labelling_config, play_learner_matches, record_inputs
 from .policy import load_checkpoint, load_policy
 from .workers import require_ray
@@ -105,7 +105,7 @@ def label_with_teacher(job: tuple[str, str, str, int, int]) -> dict[str, np.ndar
     path = checkpoint_file(checkpoint)
     config = labelling_config(path, rules)
     student = load_policy(path, rules=config)
-    teacher = make_policy(teacher_spec, seed, config)
+    teacher = make_player(teacher_spec, seed=seed, rules=config)
     opponent = SimpleBot(seed=random.Random(seed).getrandbits(32))
     records: dict[str, list] = {k: [] for k in ("obs", "ctx", "feat", "ids", "legal", "q")}
 
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict:
     run_dir = Path(args.run_dir)
     start = load_checkpoint(args.init_from)  # validated before anything is built from it
     rules = start["metadata"]["rules"]
-    check_teacher(args.teacher, "--teacher", labelling_config(args.init_from, rules))  # a bad teacher fails now
+    check_training_player(args.teacher, "--teacher", labelling_config(args.init_from, rules))  # a bad teacher fails now
     run_dir.mkdir(parents=True, exist_ok=True)
 
     manifest = {"init_from": checkpoint_identity(args.init_from), "rules": rules, "teacher": args.teacher,

@@ -72,6 +72,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from okgin_env.episode import seat_observation
 from okgin_env.observation import encode
 from okgin_env.rules.config import make_config
 
@@ -204,8 +205,7 @@ class _Player:
         legal = state.legal_actions()
         if len(legal) == 1:
             return legal[0]
-        observation = encode(state, scores, self.config.target_score, seat)
-        return self.policy.act({"observation": observation, "action_mask": state.legal_mask()})
+        return self.policy.act(seat_observation(state, scores, self.config.target_score, seat, to_act=True))
 
     def value(self, state, scores, seat: int) -> float:
         """The value head's output for ``seat``'s decision (in units of its PPO run's reward scale)."""

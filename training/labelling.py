@@ -41,9 +41,10 @@ import numpy as np
 import torch
 
 from okgin_env.bots.simple import SimpleBot, simple_action_for_state
+from okgin_env.episode import seat_observation
 from okgin_env.match_loop import play_match
-from okgin_env.observation import PackedEncoder, encode
-from okgin_env.rules.config import make_config
+from okgin_env.observation import PackedEncoder
+from okgin_env.rules.config import is_int, make_config
 
 from .features import MAX_LEGAL_ACTIONS
 from .policy import decision_forward, encode_decision, encode_states, load_checkpoint, load_policy
@@ -104,27 +105,27 @@ def learner_first(values, learner: int) -> list:
 def check_rollout_player(spec: str, config=None) -> None:
     """A ValueError unless ``spec`` can play the learner's seat in the labelling rollouts
     (``training.improve --rollout-player``): ``policy``, the policy being improved, or a bot spec
-    that may teach a training stage (``training.league.check_teacher``: no held-out bot, no time
+    that may teach a training stage (``okgin_env.players.check_player`` for labelling: no held-out bot, no time
     limit), checked for ``config``'s table (default classic). A bot makes each label the value of
     the action followed by that bot's play (``simple``: as in the search bot's rollouts), with no
     network in the rollouts."""
     if spec == "policy":
         return
-    from .league import check_teacher
+    from .league import check_training_player
 
-    check_teacher(spec, "rollout player", config or make_config("classic"))
+    check_training_player(spec, "rollout player", config or make_config("classic"), purpose="label")
 
 
 def check_label_opponent(spec: str, config=None) -> None:
     """A ValueError unless ``spec`` can play the other seats of the labelling matches and rollouts
     (``training.improve --label-opponent``): ``simple``, ``policy`` or a bot spec that may teach a
-    training stage (``training.league.check_teacher``: no held-out bot, no time limit), checked for
+    training stage (``okgin_env.players.check_player`` for labelling: no held-out bot, no time limit), checked for
     ``config``'s table (default classic)."""
     if spec in LABEL_OPPONENTS:
         return
-    from .league import check_teacher
+    from .league import check_training_player
 
-    check_teacher(spec, "label opponent", config or make_config("classic"))
+    check_training_player(spec, "label opponent", config or make_config("classic"), purpose="label")
 
 
 def opponent_bot(spec: str, seed: int, config):
@@ -142,7 +143,7 @@ def bot_action(bot, state, scores, seat: int, target: int, rng: random.Random) -
     legal = state.legal_actions()
     if len(legal) == 1:
         return legal[0]
-    return bot.act({"observation": encode(state, scores, target, seat), "action_mask": state.legal_mask()})
+    return bot.act(seat_observation(state, scores, target, seat, to_act=True))
 
 
 def rollout_bot(spec: str, seed: int, config):
@@ -151,9 +152,9 @@ def rollout_bot(spec: str, seed: int, config):
     the bot seeded with the rollout's tie seed (the same for every action of a decision)."""
     if spec == "simple":
         return None
-    from okgin_env.evaluate import make_policy
+    from okgin_env.players import make_player
 
-    return make_policy(spec, seed, config)
+    return make_player(spec, seed=seed, rules=config)
 
 
 def finish_round(state, scores, learner: int, rng: random.Random, learner_bot, target: int,
@@ -197,7 +198,7 @@ def unpack_job(job: tuple) -> LabelJob:
                          f"'policy', not {rollout!r}")
     for name, value, meaning, least in (("rollout depth", depth, "play every rollout to the round's end", 1),
                                         ("label top", top, "label every legal action", 2)):
-        if not isinstance(value, int) or isinstance(value, bool) or not (value == 0 or value >= least):
+        if not is_int(value) or not (value == 0 or value >= least):
             raise ValueError(f"{name} {value!r}; allowed: 0 ({meaning}) or an integer of at least {least}")
     if depth and reward != "points":
         raise ValueError(f"a rollout depth needs the label reward 'points' (the value head estimates the "

@@ -1,10 +1,11 @@
 """Who the learner plays during training: a pool of bots and past snapshots of itself.
 
-``--opponent-pool "simple=3,self=1"`` splits the tables by weight: here three quarters play the
+``--opponent-pool "simple@3 self@1"`` splits the tables by weight: here three quarters play the
 ``simple`` bot in every other seat, one quarter play *snapshots* of the learner (self-play). A
 table's opponent fills all its non-learner seats, so with 3 or 4 players a self-play table seats
-two or three copies of one snapshot. Names: every opponent name of ``okgin_env.opponents``
-(``simple``, ``random``, ``search``, ...) but the held-out bots, and ``self``.
+two or three copies of one snapshot. Entries are separated by spaces, each a player spec of
+``okgin_env.players`` that may teach (``simple``, ``search:rollouts=8``, a policy file; no
+held-out bot, no ``time_limit``) or ``self``, with ``@WEIGHT`` after it (default 1).
 
 Snapshots: every ``snapshot_every`` updates after imitation the learner's weights join a pool of
 the last ``capacity`` snapshots, and each self-play table is handed one of them, drawn at random,
@@ -28,8 +29,8 @@ import random
 import numpy as np
 import torch
 
-from okgin_env.bots import BOT_NAMES, HELD_OUT_BOTS
-from okgin_env.opponents import opponent_names
+from okgin_env.players import check_player
+from okgin_env.rules.config import make_config
 
 from .model import PolicyValueNet
 from .policy import encode_batch
@@ -37,54 +38,44 @@ from .policy import encode_batch
 SELF = "self"
 
 
-def check_teacher(spec: str, flag: str, config) -> None:
-    """A ValueError unless ``spec`` (an okgin-eval bot spec) can teach a training stage: a known bot
-    with valid settings for ``config``, not a held-out bot (no training stage may play or learn
-    from them), and reproducible for its seed (no ``time_limit``, so that the same arguments give
-    the same labels). ``flag`` names the option in the message."""
-    from okgin_env.evaluate import make_policy, parse_spec
-
-    name, settings = parse_spec(spec)
-    if name in HELD_OUT_BOTS:
-        raise ValueError(f"{flag} {spec!r}: the held-out bots ({', '.join(HELD_OUT_BOTS)}) are for "
-                         "evaluation only; no training stage plays them")
-    if "time_limit" in settings:
-        raise ValueError(f"{flag} {spec!r}: a time_limit makes the labels depend on the machine's speed; "
-                         "give a rollouts budget instead (e.g. search:rollouts=160)")
-    if name not in BOT_NAMES:  # (a teacher is a bot: make_policy would load a policy file)
-        allowed = ", ".join(n for n in BOT_NAMES if n not in HELD_OUT_BOTS)
-        raise ValueError(f"{flag} {spec!r}: unknown bot {name!r}; expected one of {allowed}, with optional settings")
+def check_training_player(spec: str, flag: str, config, purpose: str = "teach") -> None:
+    """A ValueError naming ``flag`` unless ``spec`` (a player spec of ``okgin_env.players``) may
+    serve a training stage for ``purpose`` (``"teach"``: a pool entry or a teacher; ``"label"``: a
+    labelling player) at ``config``'s table: no held-out bot, reproducible for its seed."""
     try:
-        make_policy(spec, 0, config)
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{flag} {spec!r}: {error}") from None
+        check_player(spec, config, purpose=purpose)
+    except (ValueError, OSError) as error:  # (the flag names the spec: not twice)
+        raise ValueError(f"{flag} {spec!r}: {str(error).removeprefix(f'player {spec!r}: ')}") from None
 
 
-def parse_pool(text: str) -> dict[str, float]:
-    """``"simple=3,self=1"`` -> ``{"simple": 3.0, "self": 1.0}``; a bare name has weight 1.
+def parse_pool(text: str, config=None) -> dict[str, float]:
+    """``"simple@3 search:rollouts=8@1 self"`` -> ``{"simple": 3.0, "search:rollouts=8": 1.0, "self": 1.0}``.
 
-    The held-out bots (``okgin_env.bots.HELD_OUT_BOTS``) are refused: they exist to measure an
-    agent against play it has never met, so no training stage may play them."""
-    allowed = tuple(name for name in (*opponent_names(), SELF) if name not in HELD_OUT_BOTS)
+    Entries are separated by spaces; ``@WEIGHT`` ends an entry (a positive number; without it the
+    weight is 1). Every spec is checked as a teaching player for ``config``'s table (default
+    classic), so the held-out bots (``okgin_env.bots.HELD_OUT_BOTS``) are refused: they exist to
+    measure an agent against play it has never met, so no training stage may play them."""
     pool: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, weight = part.partition("=")
-        name = name.strip()
-        if name in HELD_OUT_BOTS:
-            raise ValueError(f"--opponent-pool: {name!r} is a held-out bot, for evaluation only; allowed: {', '.join(allowed)}")
-        if name not in allowed:
-            raise ValueError(f"--opponent-pool: unknown opponent {name!r}; allowed: {', '.join(allowed)}")
-        if name in pool:
-            raise ValueError(f"--opponent-pool: {name!r} is named twice")
+    for entry in text.split():
+        spec, at, weight = entry.rpartition("@")
+        if not at:
+            spec, weight = entry, "1"
+        if "=" in entry and ":" not in entry and not at:  # (a bot's settings follow a ':')
+            raise ValueError(f"--opponent-pool {text!r}: write each entry as SPEC@WEIGHT separated by spaces "
+                             "(e.g. 'simple@3 self@1'); NAME=WEIGHT,... is no longer read")
         try:
-            value = float(weight) if weight else 1.0
+            value = float(weight)
         except ValueError:
-            raise ValueError(f"--opponent-pool: weight of {name!r} is {weight!r}, not a number") from None
+            raise ValueError(f"--opponent-pool: weight of {spec!r} is {weight!r}, not a number") from None
         if not (value > 0 and np.isfinite(value)):
-            raise ValueError(f"--opponent-pool: weight of {name!r} must be a positive number, got {weight!r}")
-        pool[name] = value
+            raise ValueError(f"--opponent-pool: weight of {spec!r} must be a positive number, got {weight!r}")
+        if spec in pool:
+            raise ValueError(f"--opponent-pool: {spec!r} is named twice")
+        if spec != SELF:
+            check_training_player(spec, "--opponent-pool:", config if config is not None else make_config("classic"))
+        pool[spec] = value
     if not pool:
-        raise ValueError(f"--opponent-pool is empty; give NAME=WEIGHT,... with names from {', '.join(allowed)}")
+        raise ValueError("--opponent-pool is empty; give SPEC@WEIGHT entries separated by spaces, e.g. 'simple@3 self@1'")
     return pool
 
 
@@ -204,4 +195,4 @@ class SnapshotPool:
             opponent.load(self.rng.choice(self.states))
 
 
-__all__ = ["SELF", "PrioritizedSampler", "SnapshotOpponent", "SnapshotPool", "parse_pool", "split_tables", "table_results"]
+__all__ = ["SELF", "check_training_player", "PrioritizedSampler", "SnapshotOpponent", "SnapshotPool", "parse_pool", "split_tables", "table_results"]

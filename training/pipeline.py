@@ -118,7 +118,7 @@ STEP_ROLLOUT_PLAYER = {"classic": ("policy", "policy"), "penalty": ("lookahead",
 STEP_OBJECTIVE = {"classic": "regress", "penalty": "policy"}
 PENALTY_BC_UPDATES = 60  # updates of 128 tables x 64 decisions imitating lookahead
 PPO_DECISIONS = {"classic": 3_000_000, "penalty": PENALTY_BC_UPDATES * 128 * 64}  # per preset, when --ppo-decisions is 0
-PENALTY_POOL = "simple=3,self=1"
+PENALTY_POOL = "simple@3 self@1"
 PENALTY_WARM_START = ["--bc-teacher", "lookahead", "--bc-updates", str(PENALTY_BC_UPDATES), "--outlook-features"]
 PENALTY_PPO_EVAL_MATCHES = 200  # multi-player matches are longer; the improvement steps evaluate on more
 

@@ -26,8 +26,7 @@ from okgin_env.features import decision_features_of_facts, facts_of_state
 from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
 from okgin_env.observation import view as observation_view
 from okgin_env.rules.actions import NUM_ACTIONS
-from okgin_env.rules.cards import to_mask
-from okgin_env.rules.config import PRESETS, RulesConfig, make_config
+from okgin_env.rules.config import PRESETS, RulesConfig, is_int, make_config
 from okgin_env.rules.round import Phase
 
 from .features import (
@@ -89,8 +88,6 @@ def write_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- loading and checking
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def expected_rules(rules: str | RulesConfig | None, num_players: int | None) -> tuple[str | None, int | None]:
@@ -100,7 +97,7 @@ def expected_rules(rules: str | RulesConfig | None, num_players: int | None) -> 
         return rules.rules, rules.num_players if num_players is None else num_players
     if rules is not None and rules not in PRESETS:
         raise ValueError(f"rules={rules!r} is not a preset; allowed: {', '.join(PRESETS)}, a RulesConfig or None")
-    if num_players is not None and not _is_int(num_players):
+    if num_players is not None and not is_int(num_players):
         raise ValueError(f"num_players={num_players!r} is not an int")
     return rules, num_players
 
@@ -143,7 +140,7 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
 def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
     """Types and values of the fields the network and the rules are built from."""
     version = meta.get("observation_version")
-    if version != OBSERVATION_VERSION or not _is_int(version):
+    if version != OBSERVATION_VERSION or not is_int(version):
         raise CheckpointError(
             f"checkpoint {path} uses observation layout version {version}; this okgin_env uses version {OBSERVATION_VERSION}"
         )
@@ -153,18 +150,18 @@ def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
     rules, players, size, hidden = meta["rules"], meta["num_players"], meta["observation_size"], meta["hidden"]
     if rules not in PRESETS:
         raise CheckpointError(f"checkpoint {path}: metadata rules={rules!r}; allowed: {', '.join(PRESETS)}")
-    if not _is_int(players):
+    if not is_int(players):
         raise CheckpointError(f"checkpoint {path}: metadata num_players={players!r} is not an int")
     try:
         make_config(rules, num_players=players)
     except ValueError as error:
         raise CheckpointError(f"checkpoint {path}: metadata {error}") from None
     expected_size = layout_for(players).size
-    if not _is_int(size) or size != expected_size:
+    if not is_int(size) or size != expected_size:
         raise CheckpointError(
             f"checkpoint {path}: metadata observation_size={size!r}, but the {players}-player observation has {expected_size} entries"
         )
-    if not _is_int(hidden) or not 1 <= hidden <= MAX_HIDDEN:
+    if not is_int(hidden) or not 1 <= hidden <= MAX_HIDDEN:
         raise CheckpointError(f"checkpoint {path}: metadata hidden={hidden!r}; expected an int in 1..{MAX_HIDDEN}")
     outlook = meta.get("outlook_features", False)  # absent in files made before the option
     if not isinstance(outlook, bool):
@@ -276,23 +273,21 @@ def encode_states(encoder: PackedEncoder, states, scores, observer: int | None =
     what labelling's rollouts use, skipping the views."""
     if not states:
         raise ValueError("encode_states needs at least one round state")
-    piles = []
     for st in states:
         if st.phase is Phase.OVER or st.num_players != encoder.num_players:
             raise ValueError(f"encode_states reads decisions of rounds in play at the encoder's {encoder.num_players}-player "
                              f"table; got a {st.num_players}-player round in phase {st.phase.name}")
-        piles.append(to_mask(st.discard_pile))
     count = len(states)
     observations = np.zeros((count, encoder.size), dtype=np.float32)
     masks = np.empty((count, NUM_ACTIONS), dtype=np.int8)
-    acting = encoder.unpack(encoder.pack_acting(states, piles, range(count)),
+    acting = encoder.unpack(encoder.pack_acting(states, range(count)),
                             np.asarray(scores, dtype=np.int64).reshape(count, -1), observations, masks)
     if observer is not None and np.any(acting != observer):
         raise ValueError(f"encode_states reads the decisions of the seat to act; seat {observer} is not to act in every state")
     actions = [list(st.legal_actions()) for st in states]
     width = max(len(legal) for legal in actions)
     contexts, features = decision_features_of_facts(
-        [facts_of_state(st, st.current, pile) for st, pile in zip(states, piles)], actions, width, outlook)
+        [facts_of_state(st, st.current) for st in states], actions, width, outlook)
     ids, legal = _action_slots(actions, width)
     return tuple(torch.from_numpy(x) for x in (observations, contexts, features, ids, legal)), actions
 

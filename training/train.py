@@ -55,7 +55,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import random
 import shlex
 import signal
 import sys
@@ -68,16 +67,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from okgin_env.bots.simple import simple_action_for_state
-from okgin_env.evaluate import make_policy
 from okgin_env.observation import layout_for
 from okgin_env.opponents import make_opponent
+from okgin_env.players import make_player
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 from okgin_env.vector import VectorGymEnv
 
 from .cli import parse_dataclass_args, seed_everything
 from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_PRIVILEGED_FEATURES, privileged_features
-from .league import SELF, PrioritizedSampler, SnapshotPool, check_teacher, parse_pool, split_tables, table_results
+from .league import SELF, PrioritizedSampler, SnapshotPool, check_training_player, parse_pool, split_tables, table_results
 from .model import PolicyValueNet, PrivilegedCritic
 from .plot import plot_progress
 from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load_checkpoint, save_checkpoint, write_checkpoint
@@ -98,8 +96,8 @@ class Args:
     rollout_length: int = field(default=64, metadata={"help": "learner decisions per table per update"})
     bc_updates: int = field(default=15, metadata={"help": "first updates imitate --bc-teacher (warm start)"})
     bc_teacher: str = field(default="simple", metadata={
-        "help": "the bot imitated in the first --bc-updates, as an okgin-eval spec (simple, lookahead, "
-                "lookahead:hold_for_gin=0.06, ...); not a held-out bot, and reproducible (no time_limit)"})
+        "help": "the player imitated in the first --bc-updates, a player spec (simple, lookahead, "
+                "lookahead:hold_for_gin=0.06, a policy file); not a held-out bot, and reproducible (no time_limit)"})
     bc_epochs: int = field(default=8, metadata={"help": "passes over each rollout while imitating"})
     bc_learning_rate: float = field(default=1e-3, metadata={"help": "Adam learning rate while imitating"})
     learning_rate: float = field(default=1e-4, metadata={"help": "Adam learning rate"})
@@ -127,8 +125,9 @@ class Args:
     critic_warmup_updates: int = field(default=5, metadata={
         "help": "updates that train only the privileged critic before the policy moves (after imitation or --init-from)"})
     opponent_pool: str = field(default="simple", metadata={
-        "help": "the other seats' players, NAME=WEIGHT,... splitting the tables by weight: bot names "
-                "(simple, random, search...) and self (past snapshots of the learner); see training.league"})
+        "help": "the other seats' players, SPEC@WEIGHT entries separated by spaces splitting the tables by "
+                "weight: player specs (simple, search:rollouts=8, a policy file) and self (past snapshots of "
+                "the learner), e.g. 'simple@3 self@1'; see training.league"})
     pool_sampling: str = field(default="fixed", metadata={
         "choices": ("fixed", "prioritized"),
         "help": "fixed: the pool's weights split the tables; prioritized: every --reweight-every updates the "
@@ -177,8 +176,8 @@ def check_args(args: Args) -> None:
         config = make_config(args.rules, num_players=args.num_players or None)
     except ValueError as error:
         raise ValueError(f"--num-players {args.num_players}: {error}") from None
-    check_teacher(args.bc_teacher, "--bc-teacher", config)
-    parse_pool(args.opponent_pool)
+    check_training_player(args.bc_teacher, "--bc-teacher", config)
+    parse_pool(args.opponent_pool, config)
     if args.reward not in REWARDS:
         raise ValueError(f"--reward {args.reward!r}; allowed: {', '.join(REWARDS)}")
     if args.reward == "own_penalty" and args.rules != "penalty":
@@ -321,22 +320,24 @@ def own_penalty_rewards(rewards: np.ndarray, infos: dict) -> np.ndarray:
 
 
 class Teacher:
-    """The bot imitated during the warm start (``--bc-teacher``), choosing for every table's learner.
+    """The player imitated during the warm start (``--bc-teacher``, a player spec), choosing for
+    every table's learner.
 
-    ``simple`` plays on the engine state with one shared generator (``simple_action_for_state``,
-    the same actions as the bot on the observation: kept so that the shipped recipes' runs repeat
-    exactly); any other bot has one seeded instance per table and reads the learner's observation.
+    A teacher with the fast path on engine states (``act_states``, as ``simple`` has) is one
+    instance seeded with ``seed`` for all the tables; any other has one seeded instance per table
+    and reads the learner's observation.
     """
 
     def __init__(self, spec: str, num_tables: int, seed: int, config: RulesConfig):
-        self.rng = random.Random(seed)
-        self.bots = None if spec == "simple" else [
-            make_policy(spec, int(np.random.SeedSequence([seed, table]).generate_state(1)[0]), config)
+        shared = make_player(spec, seed=seed, rules=config)
+        self.shared = shared if callable(getattr(shared, "act_states", None)) else None
+        self.bots = None if self.shared is not None else [
+            make_player(spec, seed=int(np.random.SeedSequence([seed, table]).generate_state(1)[0]), rules=config)
             for table in range(num_tables)]
 
     def actions(self, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray) -> list[int]:
-        if self.bots is None:
-            return [simple_action_for_state(match.round, self.rng) for match in tables.batch.matches]
+        if self.shared is not None:
+            return [int(a) for a in self.shared.act_states([match.round for match in tables.batch.matches])]
         return [int(bot.act({"observation": obs, "action_mask": mask}))
                 for bot, obs, mask in zip(self.bots, observations, masks)]
 
@@ -514,10 +515,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # The learner plays one seat (alternating each match) of every table; the table's opponent from
     # the pool plays the others (self-play tables play simple until the first snapshot).
-    table_opponents = split_tables(parse_pool(args.opponent_pool), args.num_tables)
+    table_opponents = split_tables(parse_pool(args.opponent_pool, config), args.num_tables)
     self_play_tables = [i for i, name in enumerate(table_opponents) if name == SELF]
     snapshots = SnapshotPool(args.snapshot_capacity, args.snapshot_players, args.seed)
-    sampler = PrioritizedSampler(parse_pool(args.opponent_pool)) if args.pool_sampling == "prioritized" else None
+    sampler = PrioritizedSampler(parse_pool(args.opponent_pool, config)) if args.pool_sampling == "prioritized" else None
     tables = VectorGymEnv(args.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
                           learner_seat="alternate", rules=args.rules, num_players=config.num_players,
                           episode="match", reward="points")

@@ -62,6 +62,8 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from okgin_env.rules.config import is_int
+
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 
@@ -111,7 +113,7 @@ def run_jobs(function: Callable[[Job], Result], jobs: Iterable[Job], *, workers:
     if isinstance(jobs, (str, bytes)) or not isinstance(jobs, Iterable):
         raise ValueError(f"jobs must be an iterable of job arguments (e.g. a list of tuples), got {jobs!r}")
     jobs = list(jobs)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+    if not is_int(workers) or workers < 1:
         raise ValueError(f"workers must be an integer of at least 1, got {workers!r}")
     if ray_address is not None and (not isinstance(ray_address, str) or not ray_address.strip()):
         raise ValueError(f"ray_address must be None (local worker processes), {LOCAL_RAY!r}, 'auto' or a "

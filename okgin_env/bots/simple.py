@@ -62,6 +62,14 @@ class SimpleBot:
         check_rules(rules)
         self.rng = random.Random(check_seed(seed))
 
+    def act_states(self, states: list[RoundState]) -> list[int]:
+        """The same policy on engine states (``simple_action_for_state``, the same tie-breaks from
+        this bot's generator): the fast path the envs and training take. It reads only what the
+        seat to act may know (its hand, the discard top, the knock limit, the card it may not
+        discard), so it is the bot's play, not a peek at hidden cards."""
+        rng = self.rng
+        return [simple_action_for_state(state, rng) for state in states]
+
     def act(self, observation: dict) -> int:
         v = view(observation)
         legal = v.legal

@@ -154,10 +154,10 @@ def _training_facts(view: ObservationView) -> _Facts:
                   _stored(view.stock_size, STOCK_SCALE))
 
 
-def facts_of_state(round_state: RoundState, observer: int, discard_pile: int) -> _Facts:
+def facts_of_state(round_state: RoundState, observer: int) -> _Facts:
     """``_training_facts(view_of_state(round_state, ..., observer))`` read straight from the state,
-    without building the view (labelling's rollouts hold the states); ``discard_pile`` is the pile
-    as a card mask. Equal field by field (``tests/test_features.py``)."""
+    without building the view (labelling's rollouts hold the states). Equal field by field
+    (``tests/test_features.py``)."""
     st = round_state
     n = st.num_players
     over = st.phase is Phase.OVER
@@ -169,7 +169,7 @@ def facts_of_state(round_state: RoundState, observer: int, discard_pile: int) ->
         passed |= st.passed[seat]
     taken = 1 << st.taken_card if st.taken_card >= 0 and st.current == observer and not over else 0
     knock_limit = _stored(st.knock_limit, KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
-    return _Facts(st.hands[observer], taken, st.discard_pile[-1] if st.discard_pile else -1, discard_pile, known,
+    return _Facts(st.hands[observer], taken, st.discard_pile[-1] if st.discard_pile else -1, st.pile_mask, known,
                   passed, knock_limit, _stored(len(st.stock), STOCK_SCALE))
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..observation import ObservationView, PackedEncoder
+from ..observation import ObservationView, PackedEncoder, register_observation
 from ..observation.encode import _MASK_BIT
 from ..observation import view as _observation_view
 from ..rules.actions import DISCARD_BASE, KNOCK_BASE, TAKE_DISCARD, action_str
@@ -292,6 +292,11 @@ def decode_features(values: np.ndarray) -> dict[str, object]:
         else:
             parts[name] = round(float(entries[0]) * scale)
     return parts
+
+
+# The env option observation="features": these slices follow the card layout (the codec learns
+# them here, so that it imports nothing above it).
+register_observation("features", FEATURE_PARTS, decode_features)
 
 
 __all__ = [

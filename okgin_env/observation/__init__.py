@@ -42,7 +42,9 @@ The entry points:
   the environment gives (``env.last()``, ``env.observe(agent)``), for people.
 
 A new slice is added in this package (``ObservationLayout``, ``encode``, ``PackedEncoder``, the view)
-and in ``tests/test_observation.py``; nothing else reads positions in the array.
+and in ``tests/test_observation.py``; nothing else reads positions in the array. The codec imports
+nothing above it: the slices of ``observation="features"`` are declared by ``okgin_env.features``
+(``register_observation``) when it is imported, as every env does.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from .layout import (
     layout_for,
     layout_of,
     num_players_of,
+    register_observation,
 )
 from .views import ObservationView, decode, hand_from_observation, to_text, view, view_of_state
 
@@ -67,5 +70,5 @@ __all__ = [
     "KNOCK_LIMIT_SCALE", "OBSERVATIONS", "OBSERVATION_VERSION", "SCALES", "STOCK_SCALE", "TARGET_SCALE",
     "ObservationLayout", "ObservationView", "PackedEncoder", "check_observation", "decode", "encode",
     "hand_from_observation",
-    "layout_for", "layout_of", "num_players_of", "to_text", "view", "view_of_state",
+    "layout_for", "layout_of", "num_players_of", "register_observation", "to_text", "view", "view_of_state",
 ]

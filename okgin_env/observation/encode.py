@@ -19,12 +19,9 @@ def encode(round_state: RoundState, scores: list[int], target_score: int, observ
     n = st.num_players
     over = st.phase is Phase.OVER
     taken = 1 << st.taken_card if st.taken_card >= 0 and st.current == observer and not over else 0
-    pile = 0
-    for card in st.discard_pile:
-        pile |= 1 << card
     top = 1 << st.discard_pile[-1] if st.discard_pile else 0
     # All card planes packed into one big int, then unpacked to bits in a single numpy call.
-    bits = st.hands[observer] | taken << 52 | top << 104 | pile << 156 | (1 << st.upcard) << 208
+    bits = st.hands[observer] | taken << 52 | top << 104 | st.pile_mask << 156 | (1 << st.upcard) << 208
     shift = 260
     for k in range(1, n):
         seat = (observer + k) % n
@@ -69,8 +66,7 @@ class PackedEncoder:
     legal discards and of the legal knocks (``RoundState.legal_parts``); and a word of small ints:
     stock size (bits 0-7), knock limit (8-15), acting seat (16-23), reshuffles (24-). ``unpack``
     turns the words of all games into rows with one ``np.unpackbits`` and fills the numbers
-    column-wise. ``piles[g]`` is game ``g``'s discard pile as a card mask, kept up to date by the
-    caller (cheaper than rebuilding it from the pile at every decision).
+    column-wise. The discard pile plane is the round's ``pile_mask``, kept in step by the rules core.
     """
 
     def __init__(self, num_players: int, target_score: int):
@@ -92,7 +88,7 @@ class PackedEncoder:
         self._numbers = {name: s[name].start for name in ("knock_limit", "stock_size", "scores", "target_score", "reshuffles")}
         self._rotation = np.arange(n, dtype=np.int64)
 
-    def pack_acting(self, rounds: Sequence[RoundState], piles: Sequence[int], games) -> list[int]:
+    def pack_acting(self, rounds: Sequence[RoundState], games) -> list[int]:
         """The words of the seat to act in ``rounds[g]`` for each ``g`` of ``games`` (no round over)."""
         n = self.num_players
         acting, dealer_bit = 1 << _ACTING_BIT, self._dealer_bit
@@ -111,10 +107,10 @@ class PackedEncoder:
             taken_bit = 1 << taken if taken >= 0 else 0
             if two:
                 other = 1 - cur
-                put((st.hands[cur], taken_bit, top, piles[g], 1 << st.upcard, st.known[other], st.passed[other],
+                put((st.hands[cur], taken_bit, top, st.pile_mask, 1 << st.upcard, st.known[other], st.passed[other],
                      flags, playable, knocks, extras))
             else:
-                put((st.hands[cur], taken_bit, top, piles[g], 1 << st.upcard))
+                put((st.hands[cur], taken_bit, top, st.pile_mask, 1 << st.upcard))
                 known, passed = st.known, st.passed
                 for k in others:
                     seat = (cur + k) % n
@@ -122,7 +118,7 @@ class PackedEncoder:
                 put((flags, playable, knocks, extras))
         return words
 
-    def pack_seats(self, rounds: Sequence[RoundState], piles: Sequence[int], games, seats) -> list[int]:
+    def pack_seats(self, rounds: Sequence[RoundState], games, seats) -> list[int]:
         """The words of seat ``seats[j]`` in ``rounds[games[j]]`` (any seat; a round may be over)."""
         n = self.num_players
         words: list[int] = []
@@ -141,7 +137,7 @@ class PackedEncoder:
             elif not over:
                 flags |= 1 << (_ACTING_BIT + (cur - seat) % n)
             pile = st.discard_pile
-            put((st.hands[seat], taken_bit, 1 << pile[-1] if pile else 0, piles[g], 1 << st.upcard))
+            put((st.hands[seat], taken_bit, 1 << pile[-1] if pile else 0, st.pile_mask, 1 << st.upcard))
             for k in range(1, n):
                 other = (seat + k) % n
                 put((st.hands[other] if over else st.known[other], st.passed[other]))

@@ -20,6 +20,37 @@ SCALES = {"knock_limit": KNOCK_LIMIT_SCALE, "stock_size": STOCK_SCALE, "target_s
 PLAYER_COUNTS = (2, 3, 4)
 #: The env option ``observation``: the card layout alone, or followed by the solver features.
 OBSERVATIONS = ("cards", "features")
+#: Parts after the card layout, by observation kind: the package above the codec that computes them
+#: declares them (``register_observation``; ``okgin_env.features`` does so when imported), so
+#: that the codec imports nothing above it.
+_ADDED_PARTS: dict[str, tuple[tuple[str, int], ...]] = {"cards": ()}
+_ADDED_DECODERS: dict[str, object] = {}
+
+
+def register_observation(observation: str, parts, decode) -> None:
+    """Declare the slices (``(name, width)`` pairs) that follow the card layout in observations of
+    kind ``observation`` (one of ``OBSERVATIONS``), and ``decode(values) -> dict`` that reads them."""
+    if observation not in OBSERVATIONS or observation == "cards":
+        raise ValueError(f"observation={observation!r}; a kind to register is one of {OBSERVATIONS[1:]}")
+    _ADDED_PARTS[observation] = tuple((str(name), int(width)) for name, width in parts)
+    _ADDED_DECODERS[observation] = decode
+    _slices.cache_clear()
+    _size.cache_clear()
+
+
+def added_parts(observation: str) -> tuple[tuple[str, int], ...]:
+    """The slices that follow the card layout in ``observation``'s kind (none for ``"cards"``)."""
+    try:
+        return _ADDED_PARTS[observation]
+    except KeyError:
+        raise ValueError(f"observation={observation!r}: its slices are declared by okgin_env.features; "
+                         "import okgin_env.features first (every env does)") from None
+
+
+def added_decoder(observation: str):
+    """``decode(values) -> dict`` for the slices after the card layout in ``observation``'s kind."""
+    added_parts(observation)
+    return _ADDED_DECODERS[observation]
 
 
 def check_observation(observation: object) -> str:
@@ -70,10 +101,7 @@ class ObservationLayout:
 def _slices(num_players: int, observation: str = "cards") -> dict[str, slice]:
     layout = ObservationLayout(num_players)
     parts = [(name, NUM_CARDS) for name in layout.card_planes] + list(layout.scalar_parts)
-    if observation == "features":
-        from ..features import FEATURE_PARTS  # (features imports this module: imported when first needed)
-
-        parts += FEATURE_PARTS
+    parts += added_parts(observation)
     result, start = {}, 0
     for name, width in parts:
         result[name] = slice(start, start + width)
@@ -93,12 +121,13 @@ def layout_for(num_players: int, observation: str = "cards") -> ObservationLayou
 def layout_of(observation: np.ndarray) -> ObservationLayout:
     """The layout (player count and ``observation`` option) that has this observation's size."""
     size = int(np.asarray(observation).shape[-1])
-    for kind in OBSERVATIONS:
+    kinds = [kind for kind in OBSERVATIONS if kind in _ADDED_PARTS]
+    for kind in kinds:
         for n in PLAYER_COUNTS:
             if _size(n, kind) == size:
                 return ObservationLayout(n, kind)
     raise ValueError(f"observation of size {size} matches no layout (sizes for 2-4 players: "
-                     f"{ {kind: [_size(n, kind) for n in PLAYER_COUNTS] for kind in OBSERVATIONS} })")
+                     f"{ {kind: [_size(n, kind) for n in PLAYER_COUNTS] for kind in kinds} })")
 
 
 def num_players_of(observation: np.ndarray) -> int:

@@ -15,7 +15,7 @@ from ..rules.actions import DISCARD_BASE, KNOCK_BASE, NUM_ACTIONS, action_str
 from ..rules.cards import NUM_CARDS, card_str
 from ..rules.round import Phase, RoundState
 from .layout import (
-    KNOCK_LIMIT_SCALE, STOCK_SCALE, TARGET_SCALE, _size, _slices, layout_for, layout_of, num_players_of,
+    KNOCK_LIMIT_SCALE, STOCK_SCALE, TARGET_SCALE, _size, _slices, added_decoder, layout_for, layout_of, num_players_of,
 )
 
 
@@ -155,7 +155,7 @@ def view_of_state(round_state: RoundState, scores: list[int], target_score: int,
         hand=st.hands[observer],
         taken_card=st.taken_card if st.taken_card >= 0 and st.current == observer and not over else -1,
         discard_top=st.discard_pile[-1] if st.discard_pile else -1,
-        discard_pile=sum(1 << card for card in st.discard_pile),
+        discard_pile=st.pile_mask,
         upcard=st.upcard,
         opponent_known=[st.hands[seat] if over else st.known[seat] for seat in others],
         opponent_passed=[st.passed[seat] for seat in others],
@@ -191,10 +191,8 @@ def decode(observation: Any, num_players: int | None = None) -> dict[str, object
             parts[name] = value.name.lower() if isinstance(value, Phase) else value
         else:
             parts[name] = [card_str(int(c)) for c in np.flatnonzero(obs[part] > 0.5)]
-    if layout.observation == "features":
-        from ..features import decode_features
-
-        parts.update(decode_features(obs[_size(n) :]))
+    if layout.observation != "cards":
+        parts.update(added_decoder(layout.observation)(obs[_size(n) :]))
     if mask is not None:
         parts["legal"] = [action_str(int(a)) for a in np.flatnonzero(mask)]
     return parts

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
+from .config import is_int
 
 NUM_CARDS = 52
 NUM_RANKS = 13
@@ -38,7 +38,7 @@ def card_value(card: int) -> int:
 
 def card_str(card: int) -> str:
     """``35 -> "TD"``."""
-    if not isinstance(card, (int, np.integer)) or isinstance(card, (bool, np.bool_)) or not 0 <= card < NUM_CARDS:
+    if not is_int(card) or not 0 <= card < NUM_CARDS:
         raise ValueError(f"card id must be an int in 0..51, got {card!r}")
     return RANKS[card % NUM_RANKS] + SUITS[card // NUM_RANKS]
 
@@ -54,7 +54,7 @@ def card_id(text: str | int) -> int:
     Only integers (Python or numpy, not bools) and card texts are cards: a float such as
     ``3.7`` is refused rather than truncated.
     """
-    if isinstance(text, (int, np.integer)) and not isinstance(text, (bool, np.bool_)):
+    if is_int(text):
         if 0 <= text < NUM_CARDS:
             return int(text)
         raise ValueError(f"card id must be in 0..51, got {text}")

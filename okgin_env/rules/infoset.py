@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 
 from .actions import TAKE_DISCARD
-from .cards import FULL_DECK_MASK, NUM_CARDS, card_str, from_mask
-from .config import RulesConfig
-from .round import STOCK_LEFT_AT_WALL, Phase, RoundState, knock_limit_for
+from .cards import FULL_DECK_MASK, NUM_CARDS, from_mask
+from .config import RulesConfig, is_int
+from .round import Phase, RoundState, int_in, knock_limit_for
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class InfoSet:
         masks.update({f"opponent_known[{i}]": m for i, m in enumerate(self.opponent_known)})
         masks.update({f"opponent_passed[{i}]": m for i, m in enumerate(self.opponent_passed)})
         for name, mask in masks.items():
-            if not isinstance(mask, int) or isinstance(mask, bool) or not 0 <= mask <= FULL_DECK_MASK:
+            if not is_int(mask) or not 0 <= mask <= FULL_DECK_MASK:
                 raise ValueError(f"{name} must be a 52-bit card mask (an int in 0..2**52-1), got {mask!r}")
         ranges = {
             "discard_top": (-1, NUM_CARDS - 1),
@@ -135,7 +135,7 @@ class InfoSet:
             "reshuffles": (0, config.max_reshuffles),
         }
         for name, (low, high) in ranges.items():
-            _int_in(name, getattr(self, name), low, high)
+            int_in(name, getattr(self, name), low, high)
         limit = knock_limit_for(self.upcard, config)
         if self.knock_limit != limit:
             raise ValueError(f"knock_limit={self.knock_limit!r} does not match the upcard's ({limit})")
@@ -238,111 +238,4 @@ class InfoSet:
         return self.state(hands, unseen, rng, engine_rng=engine_rng)
 
 
-# ---------------------------------------------------------------------- checks of RoundState.from_parts
-# (here rather than in round.py, which imports them lazily: they are only needed with validate=True)
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _int_in(name: str, value: Any, low: int, high: int) -> int:
-    if not _is_int(value) or not low <= value <= high:
-        raise ValueError(f"{name} must be an int in {low}..{high}, got {value!r}")
-    return int(value)
-
-
-def _int_list(name: str, value: Any, what: str, high: int, length: int | None = None) -> list[int]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-        raise ValueError(f"{name} must be a list of {what}, got {type(value).__name__}")
-    if length is not None and len(value) != length:
-        raise ValueError(f"{name} must hold {length} {what} (one per seat), got {len(value)}")
-    items = []
-    for i, item in enumerate(value):
-        if not _is_int(item) or not 0 <= item <= high:
-            expected = "a 52-bit card mask (an int in 0..2**52-1)" if high > NUM_CARDS else f"a card id in 0..{high}"
-            raise ValueError(f"{name}[{i}] must be {expected}, got {item!r}")
-        items.append(int(item))
-    return items
-
-
-def checked_round_parts(
-    config, hands, stock, pile, known, passed, upcard, dealer, current, phase, knock_limit,
-    taken_card, offers_declined, must_draw_stock, discards, reshuffles,
-) -> tuple:  # fmt: skip
-    """The parts of ``RoundState.from_parts`` checked, as plain ints and lists (same order);
-    ValueError naming the first wrong part. Only states that play can reach pass."""
-    if not isinstance(config, RulesConfig):
-        raise ValueError(f"config must be a RulesConfig, got {type(config).__name__}")
-    n, size, full = config.num_players, config.hand_size, (1 << NUM_CARDS) - 1
-    if not (isinstance(phase, Phase) or _is_int(phase)) or phase not in (Phase.OFFER, Phase.DRAW, Phase.DISCARD):
-        raise ValueError(f"phase must be Phase.OFFER, DRAW or DISCARD (a round in progress), got {phase!r}")
-    phase = Phase(phase)
-    hands = _int_list("hands", hands, "card masks", full, n)
-    known = _int_list("known", known, "card masks", full, n) if known is not None else [0] * n
-    passed = _int_list("passed", passed, "card masks", full, n) if passed is not None else [0] * n
-    stock = _int_list("stock", stock, "card ids", NUM_CARDS - 1)
-    pile = _int_list("discard_pile", pile, "card ids", NUM_CARDS - 1)
-    upcard = _int_in("upcard", upcard, 0, NUM_CARDS - 1)
-    dealer = _int_in("dealer", dealer, 0, n - 1)
-    current = _int_in("current", current, 0, n - 1)
-    taken_card = _int_in("taken_card", taken_card, -1, NUM_CARDS - 1)
-    discards = _int_in("discards", discards, 0, config.max_turns - 1)
-    reshuffles = _int_in("reshuffles", reshuffles, 0, config.max_reshuffles if config.reshuffle_stock else 0)
-    if not isinstance(must_draw_stock, (bool, np.bool_)):
-        raise ValueError(f"must_draw_stock must be True or False, got {must_draw_stock!r}")
-    must_draw_stock = bool(must_draw_stock)
-    # Every card exactly once across the hands, the stock and the pile.
-    counts = [0] * NUM_CARDS
-    for card in [c for mask in hands for c in from_mask(mask)] + stock + pile:
-        counts[card] += 1
-    if counts != [1] * NUM_CARDS:
-        missing = [card_str(c) for c in range(NUM_CARDS) if counts[c] == 0]
-        repeated = [card_str(c) for c in range(NUM_CARDS) if counts[c] > 1]
-        raise ValueError(
-            "every card must be exactly once in the hands, the stock or the discard pile; "
-            f"missing {missing}, repeated {repeated}"
-        )
-    for seat, mask in enumerate(hands):
-        expected = size + (phase is Phase.DISCARD and seat == current)
-        if mask.bit_count() != expected:
-            raise ValueError(
-                f"hands[{seat}] holds {mask.bit_count()} cards; expected {expected} in phase {phase.name} "
-                f"({size} a hand, one more for the seat to discard)"
-            )
-        if known[seat] & ~mask:
-            raise ValueError(f"known[{seat}] holds cards that are not in hands[{seat}]")
-    expected_limit = knock_limit_for(upcard, config)
-    if knock_limit is not None and knock_limit != expected_limit:
-        raise ValueError(f"knock_limit={knock_limit!r} does not match the upcard's ({expected_limit})")
-    # Phase, seat to act and pile: only what play can reach.
-    first = (dealer + 1) % n
-    if phase is Phase.OFFER:
-        declined = (current - first) % n
-        if offers_declined is not None and offers_declined != declined:
-            why = f"seat {current} is offered the upcard after {declined} passes"
-            raise ValueError(f"offers_declined={offers_declined!r} does not fit: {why}")
-        offers_declined = declined
-        if pile != [upcard]:
-            raise ValueError("while the upcard is offered, the discard pile holds the upcard only")
-    else:
-        offers_declined = _int_in("offers_declined", 0 if offers_declined is None else offers_declined, 0, n)
-    if must_draw_stock and (phase is not Phase.DRAW or pile != [upcard] or current != first):
-        raise ValueError("must_draw_stock is for the first draw after every seat passed the upcard (phase DRAW)")
-    if phase is Phase.DISCARD:
-        if taken_card >= 0 and not hands[current] >> taken_card & 1:
-            raise ValueError(f"taken_card {card_str(taken_card)} is not in the hand of seat {current}, to act")
-        if not pile and taken_card < 0:
-            raise ValueError("the discard pile is empty although no card was taken from it this turn")
-        if len(stock) < STOCK_LEFT_AT_WALL:
-            raise ValueError(f"the stock holds {len(stock)} cards; no discard is made with under {STOCK_LEFT_AT_WALL}")
-    else:
-        if taken_card >= 0:
-            raise ValueError(f"taken_card is for phase DISCARD only, got {taken_card} in phase {phase.name}")
-        if not pile:
-            raise ValueError(f"the discard pile is empty in phase {phase.name}; a face-up card is to take or pass")
-        if len(stock) <= STOCK_LEFT_AT_WALL:
-            raise ValueError(f"the stock holds {len(stock)} cards; no draw is made with {STOCK_LEFT_AT_WALL} or fewer")
-    return (hands, stock, pile, known, passed, upcard, dealer, current, phase, expected_limit, taken_card,
-            offers_declined, must_draw_stock, discards, reshuffles)  # fmt: skip
-
-
-__all__ = ["InfoSet", "checked_round_parts"]
+__all__ = ["InfoSet"]

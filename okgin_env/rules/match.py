@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import RulesConfig
+from .config import RulesConfig, is_int
 from .round import RoundState, check_deck
 from .showdown import RoundOutcome, zero_sum_rewards
 
@@ -84,7 +84,7 @@ class MatchState:
     def __init__(self, config: RulesConfig, rng: np.random.Generator, deck: Any = None, dealer: Any = None):
         n = config.num_players
         if dealer is not None and (
-            not isinstance(dealer, (int, np.integer)) or isinstance(dealer, bool) or not 0 <= dealer < n
+            not is_int(dealer) or not 0 <= dealer < n
         ):
             raise ValueError(f"dealer must be a seat in 0..{n - 1}, got {dealer!r}")
         first_deck = check_deck(deck) if deck is not None else None

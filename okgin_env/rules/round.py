@@ -16,7 +16,7 @@ import numpy as np
 
 from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
 from .cards import NUM_CARDS, card_id, card_str, card_value, from_mask, to_mask
-from .config import RulesConfig
+from .config import RulesConfig, is_int
 from .melds import knock_discards_of_mask, knock_ruled_out
 from .showdown import RoundOutcome, draw_outcome, knock_outcome
 
@@ -73,7 +73,7 @@ class RoundState:
     def __init__(self, config: RulesConfig, deck: list[int], dealer: int, rng: np.random.Generator | None = None):
         deck = check_deck(deck)
         n = config.num_players
-        if not isinstance(dealer, (int, np.integer)) or isinstance(dealer, bool) or not 0 <= dealer < n:
+        if not is_int(dealer) or not 0 <= dealer < n:
             raise ValueError(f"dealer must be a seat in 0..{n - 1}, got {dealer!r}")
         dealer = int(dealer)
         self.config = config
@@ -89,6 +89,7 @@ class RoundState:
         self.upcard = deck[dealt]
         self.knock_limit = knock_limit_for(self.upcard, config)
         self.discard_pile = [self.upcard]  # bottom first, top last
+        self.pile_mask = 1 << self.upcard  # the same cards as a mask, kept in step (observations read it)
         self.stock = deck[:dealt:-1]  # top last, so pop() draws the top
         self.phase = Phase.OFFER
         self.current = (dealer + 1) % n
@@ -171,7 +172,7 @@ class RoundState:
         """Play ``action`` for the player to act. Illegal actions raise ValueError and change nothing."""
         legal = self.legal_actions()
         # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
-        if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or action not in legal:
+        if not is_int(action) or action not in legal:
             self._reject(action, legal)
         self.apply_unchecked(int(action))
 
@@ -189,7 +190,7 @@ class RoundState:
     def _reject(self, action: Any, legal: list[int]) -> None:
         if self.phase is Phase.OVER:
             raise ValueError("the round is over; no action is legal")
-        if not isinstance(action, (int, np.integer)) or isinstance(action, bool) or not 0 <= action < NUM_ACTIONS:
+        if not is_int(action) or not 0 <= action < NUM_ACTIONS:
             raise ValueError(f"action must be an int in 0..{NUM_ACTIONS - 1}, got {action!r}; legal now: {legal}")
         names = ", ".join(f"{a} ({action_str(a)})" for a in legal)
         raise ValueError(
@@ -199,6 +200,7 @@ class RoundState:
 
     def _take_discard_top(self, seat: int) -> None:
         card = self.discard_pile.pop()
+        self.pile_mask ^= 1 << card
         self.hands[seat] |= 1 << card
         self.known[seat] |= 1 << card
         self.taken_card = card
@@ -245,6 +247,7 @@ class RoundState:
         self.known[seat] &= ~bit
         self.passed[seat] |= bit
         self.discard_pile.append(card)
+        self.pile_mask |= bit
         self.discards += 1
         if self.discards >= self.config.max_turns:
             self._finish(draw_outcome(self.config, self.hands))
@@ -262,6 +265,7 @@ class RoundState:
         """Penalty preset: the discard pile but its top, shuffled, goes under the stock's last cards."""
         under = self.discard_pile[:-1]
         self.discard_pile = self.discard_pile[-1:]
+        self.pile_mask = 1 << self.discard_pile[-1]
         shuffled = [under[i] for i in self.rng.permutation(len(under))]
         self.stock = shuffled + self.stock
         self.reshuffles += 1
@@ -327,10 +331,8 @@ class RoundState:
         the checks, for hot loops whose parts are right by construction.
         """
         if validate:  # the checked parts come back as plain ints and lists
-            from .infoset import checked_round_parts as _checked_parts  # noqa: PLC0415 - infoset imports this module
-
             (hands, stock, discard_pile, known, passed, upcard, dealer, current, phase, knock_limit, taken_card,
-             offers_declined, must_draw_stock, discards, reshuffles) = _checked_parts(
+             offers_declined, must_draw_stock, discards, reshuffles) = checked_round_parts(
                 config, hands, stock, discard_pile, known, passed, upcard, dealer, current, phase, knock_limit,
                 taken_card, offers_declined, must_draw_stock, discards, reshuffles)  # fmt: skip
         n = config.num_players
@@ -347,6 +349,7 @@ class RoundState:
         state.upcard = upcard
         state.knock_limit = knock_limit
         state.discard_pile = list(discard_pile)
+        state.pile_mask = to_mask(state.discard_pile)
         state.stock = list(stock)
         state.phase = phase
         state.current = int(current)
@@ -378,4 +381,107 @@ class RoundState:
             seen |= 1 << self.outcome.knock_card
             count += 1
         return count if seen.bit_count() == count else -1
+
+
+# ---------------------------------------------------------------------- checks of RoundState.from_parts
+def int_in(name: str, value: Any, low: int, high: int) -> int:
+    if not is_int(value) or not low <= value <= high:
+        raise ValueError(f"{name} must be an int in {low}..{high}, got {value!r}")
+    return int(value)
+
+
+def _int_list(name: str, value: Any, what: str, high: int, length: int | None = None) -> list[int]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise ValueError(f"{name} must be a list of {what}, got {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"{name} must hold {length} {what} (one per seat), got {len(value)}")
+    items = []
+    for i, item in enumerate(value):
+        if not is_int(item) or not 0 <= item <= high:
+            expected = "a 52-bit card mask (an int in 0..2**52-1)" if high > NUM_CARDS else f"a card id in 0..{high}"
+            raise ValueError(f"{name}[{i}] must be {expected}, got {item!r}")
+        items.append(int(item))
+    return items
+
+
+def checked_round_parts(
+    config, hands, stock, pile, known, passed, upcard, dealer, current, phase, knock_limit,
+    taken_card, offers_declined, must_draw_stock, discards, reshuffles,
+) -> tuple:  # fmt: skip
+    """The parts of ``RoundState.from_parts`` checked, as plain ints and lists (same order);
+    ValueError naming the first wrong part. Only states that play can reach pass."""
+    if not isinstance(config, RulesConfig):
+        raise ValueError(f"config must be a RulesConfig, got {type(config).__name__}")
+    n, size, full = config.num_players, config.hand_size, (1 << NUM_CARDS) - 1
+    if not (isinstance(phase, Phase) or is_int(phase)) or phase not in (Phase.OFFER, Phase.DRAW, Phase.DISCARD):
+        raise ValueError(f"phase must be Phase.OFFER, DRAW or DISCARD (a round in progress), got {phase!r}")
+    phase = Phase(phase)
+    hands = _int_list("hands", hands, "card masks", full, n)
+    known = _int_list("known", known, "card masks", full, n) if known is not None else [0] * n
+    passed = _int_list("passed", passed, "card masks", full, n) if passed is not None else [0] * n
+    stock = _int_list("stock", stock, "card ids", NUM_CARDS - 1)
+    pile = _int_list("discard_pile", pile, "card ids", NUM_CARDS - 1)
+    upcard = int_in("upcard", upcard, 0, NUM_CARDS - 1)
+    dealer = int_in("dealer", dealer, 0, n - 1)
+    current = int_in("current", current, 0, n - 1)
+    taken_card = int_in("taken_card", taken_card, -1, NUM_CARDS - 1)
+    discards = int_in("discards", discards, 0, config.max_turns - 1)
+    reshuffles = int_in("reshuffles", reshuffles, 0, config.max_reshuffles if config.reshuffle_stock else 0)
+    if not isinstance(must_draw_stock, (bool, np.bool_)):
+        raise ValueError(f"must_draw_stock must be True or False, got {must_draw_stock!r}")
+    must_draw_stock = bool(must_draw_stock)
+    # Every card exactly once across the hands, the stock and the pile.
+    counts = [0] * NUM_CARDS
+    for card in [c for mask in hands for c in from_mask(mask)] + stock + pile:
+        counts[card] += 1
+    if counts != [1] * NUM_CARDS:
+        missing = [card_str(c) for c in range(NUM_CARDS) if counts[c] == 0]
+        repeated = [card_str(c) for c in range(NUM_CARDS) if counts[c] > 1]
+        raise ValueError(
+            "every card must be exactly once in the hands, the stock or the discard pile; "
+            f"missing {missing}, repeated {repeated}"
+        )
+    for seat, mask in enumerate(hands):
+        expected = size + (phase is Phase.DISCARD and seat == current)
+        if mask.bit_count() != expected:
+            raise ValueError(
+                f"hands[{seat}] holds {mask.bit_count()} cards; expected {expected} in phase {phase.name} "
+                f"({size} a hand, one more for the seat to discard)"
+            )
+        if known[seat] & ~mask:
+            raise ValueError(f"known[{seat}] holds cards that are not in hands[{seat}]")
+    expected_limit = knock_limit_for(upcard, config)
+    if knock_limit is not None and knock_limit != expected_limit:
+        raise ValueError(f"knock_limit={knock_limit!r} does not match the upcard's ({expected_limit})")
+    # Phase, seat to act and pile: only what play can reach.
+    first = (dealer + 1) % n
+    if phase is Phase.OFFER:
+        declined = (current - first) % n
+        if offers_declined is not None and offers_declined != declined:
+            why = f"seat {current} is offered the upcard after {declined} passes"
+            raise ValueError(f"offers_declined={offers_declined!r} does not fit: {why}")
+        offers_declined = declined
+        if pile != [upcard]:
+            raise ValueError("while the upcard is offered, the discard pile holds the upcard only")
+    else:
+        offers_declined = int_in("offers_declined", 0 if offers_declined is None else offers_declined, 0, n)
+    if must_draw_stock and (phase is not Phase.DRAW or pile != [upcard] or current != first):
+        raise ValueError("must_draw_stock is for the first draw after every seat passed the upcard (phase DRAW)")
+    if phase is Phase.DISCARD:
+        if taken_card >= 0 and not hands[current] >> taken_card & 1:
+            raise ValueError(f"taken_card {card_str(taken_card)} is not in the hand of seat {current}, to act")
+        if not pile and taken_card < 0:
+            raise ValueError("the discard pile is empty although no card was taken from it this turn")
+        if len(stock) < STOCK_LEFT_AT_WALL:
+            raise ValueError(f"the stock holds {len(stock)} cards; no discard is made with under {STOCK_LEFT_AT_WALL}")
+    else:
+        if taken_card >= 0:
+            raise ValueError(f"taken_card is for phase DISCARD only, got {taken_card} in phase {phase.name}")
+        if not pile:
+            raise ValueError(f"the discard pile is empty in phase {phase.name}; a face-up card is to take or pass")
+        if len(stock) <= STOCK_LEFT_AT_WALL:
+            raise ValueError(f"the stock holds {len(stock)} cards; no draw is made with {STOCK_LEFT_AT_WALL} or fewer")
+    return (hands, stock, pile, known, passed, upcard, dealer, current, phase, expected_limit, taken_card,
+            offers_declined, must_draw_stock, discards, reshuffles)  # fmt: skip
+
 

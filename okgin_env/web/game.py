@@ -1,7 +1,7 @@
 """The games of ``okgin-web``: one match per session against bots or checkpoints, with no web code.
 
 ``WebGame`` drives the AEC environment (``okgin_env.env.raw_env``) for one person in one seat;
-the other seats are policies built by ``okgin_env.evaluate.make_policy`` from the same specs as
+the other seats are policies built by ``okgin_env.players.make_player`` from the same specs as
 ``okgin-eval`` (bot names, ``search:rollouts=64``, ``.pt`` checkpoints). After each of the
 person's moves the policies play until it is the person's turn again, or the round ends: the
 game then holds the showdown until the person asks for the next round.
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..env import raw_env
-from ..evaluate import check_spec, make_policy, spec_label
+from ..players import check_player, make_player, player_label
 from ..observation import view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
 from ..rules.cards import from_mask
@@ -82,10 +82,10 @@ class WebGame:
         self.game_id = game_id
         self.lock = threading.Lock()
         self.human = self.env.possible_agents[self.seat]
-        label = spec_label(opponent)
+        label = player_label(opponent)
         self.players = ["you" if s == self.seat else label for s in range(n)]
         self.policies = {
-            agent: make_policy(opponent, None if seed is None else seed * 10 + s, config)
+            agent: make_player(opponent, seed=None if seed is None else seed * 10 + s, rules=config)
             for s, agent in enumerate(self.env.possible_agents)
             if s != self.seat
         }
@@ -241,7 +241,7 @@ def _names(legal: list[int]) -> str:
 class GameStore:
     """Many games at once, each under a random session id (``create``, ``get``).
 
-    ``opponent`` is the default spec (checked at once with ``check_spec``); a game may also be
+    ``opponent`` is the default spec (checked at once with ``okgin_env.players.check_player``); a game may also be
     started against any plain bot name. Game ``k`` (0, 1, ...) of a store with ``seed`` s is
     dealt from seed ``s + k``; ``deck``/``dealer`` fix every game's first round (tests, demos).
     """
@@ -259,14 +259,14 @@ class GameStore:
         from ..bots import BOT_NAMES
 
         probe = raw_env(**{k: v for k, v in game_options.items() if k != "seat"})  # checks the rule options
-        check_spec(opponent, probe.config)
+        check_player(opponent, probe.config)
         if seed is not None and (not is_int(seed) or seed < 0):
             raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
         if not is_int(max_games) or max_games < 1:
             raise ValueError(f"max_games must be an int >= 1, got {max_games!r}")
         self.default_opponent = opponent
-        self.opponents = list(dict.fromkeys([spec_label(opponent), *BOT_NAMES]))
-        self._specs = {spec_label(opponent): opponent, **{name: name for name in BOT_NAMES if name != spec_label(opponent)}}
+        self.opponents = list(dict.fromkeys([player_label(opponent), *BOT_NAMES]))
+        self._specs = {player_label(opponent): opponent, **{name: name for name in BOT_NAMES if name != player_label(opponent)}}
         self.seed = seed
         self.max_games = int(max_games)
         self.first_deal = {"deck": deck, "dealer": dealer}

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..rules.actions import action_str
+from ..rules.config import is_int
 from ..rules.round import Phase
 from . import payload
 from .game import GameError
@@ -117,7 +118,7 @@ class RecordSet:
 
     def frames(self, index: Any) -> dict[str, Any]:
         count = len(self.records)
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        if not is_int(index) or not 0 <= index < count:
             raise GameError(f"no game {index!r} in {self.name}: it holds games 0..{count - 1}", status=404)
         with self.lock:
             if index not in self._frames:

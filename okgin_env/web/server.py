@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..players import bot_help
 from ..rules.config import PRESETS
 from .game import DEFAULT_MAX_GAMES, GameError, GameStore, OpponentError
 from .replay import ReplayStore, read_record_file, read_record_text
@@ -181,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 8000; 0: any free port)")
     parser.add_argument("--opponent", default="simple",
-                        help="the default opponent, as in okgin-eval: random, simple, search (or search:rollouts=64), aggressor, defender, or a .pt checkpoint")
+                        help=f"the default opponent, a player spec as in okgin-eval: {bot_help()}")
     parser.add_argument("--records", default=None, metavar="FILE", help="a game record file (JSON Lines) to watch")
     parser.add_argument("--seed", type=int, default=None, help="deal and bot seed of the first match, +1 for each later one (default: random)")
     parser.add_argument("--rules", choices=PRESETS, default="classic")

@@ -1,0 +1,183 @@
+"""Players: the one way to name who plays a seat, for every tool and every purpose.
+
+A **player spec** is one of
+
+* a **bot**: ``"name"`` or ``"name:key=value,key=value"`` with the bot's settings
+  (``"search:rollouts=64,max_discards=3"``; values are Python literals where they parse as one,
+  else text). The names are those of ``okgin_env.bots.BOTS``; ``seed`` and the rule options are
+  not settings of a spec: the table gives every bot its own seed and its rules;
+* a **policy file**: a path ending in a policy-file suffix (``checkpoints/okgin_classic.pt``),
+  read by the loader registered for that suffix (``okgin_env.policy_loaders``);
+* a **policy object**: anything with ``act(observation) -> int``, or a batch policy with
+  ``act_batch(observations, masks)`` or ``act_states(round_states)``;
+* a **factory**: a callable ``factory(seed) -> policy`` (a class counts as one), for evaluation
+  in worker processes, where a top-level function pickles and an object might not.
+
+``make_player(spec, seed=, rules=)`` builds the policy; ``check_player(spec, rules, purpose=)``
+fails at once, with a message naming the spec, on a spec that cannot serve its purpose:
+
+| purpose | who | what is refused beyond a bad spec |
+|---|---|---|
+| ``"play"`` | okgin-eval, okgin-play, okgin-web, the Gym envs' ``opponents=`` | nothing |
+| ``"teach"`` | training's opponent pool, imitation teachers | held-out bots; ``time_limit`` |
+| ``"label"`` | the labelling matches' and rollouts' players | held-out bots; ``time_limit`` |
+
+Training stages never play the held-out bots (``okgin_env.bots.HELD_OUT_BOTS``: they measure how a
+policy generalises), and their players must be reproducible for a seed, so that the same
+arguments give the same labels and weights: a ``time_limit`` makes play depend on the machine.
+
+``bot_help()`` is the one text that lists the bots for the command lines' help.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Any
+
+from .policy_loaders import is_policy_file, load_policy_file
+from .rules.config import OPTION_NAMES, RulesConfig, make_config
+
+#: What a check is for (see the module docstring's table).
+PURPOSES = ("play", "teach", "label")
+#: Methods that make an object a policy (``act``) or a batch policy.
+POLICY_METHODS = ("act", "act_batch", "act_states")
+
+#: Settings the table gives a bot itself, with the reason a spec may not set them.
+RESERVED_SETTINGS = {
+    "seed": "each game derives the bots' seeds from its own seed",
+    **{name: "bots play by the game's rules; set rule options for the game (--rules, --target-score)"
+       for name in OPTION_NAMES},
+}
+#: Settings that make a bot's play depend on the machine: refused where play must be reproducible.
+UNREPRODUCIBLE_SETTINGS = ("time_limit",)
+
+FORMS = ("a bot name with optional settings (search:rollouts=64), a policy file ending in .pt, "
+         "an object with act(observation), act_batch(observations, masks) or act_states(states), "
+         "or a factory(seed) -> policy")
+
+
+def is_policy_object(spec: Any) -> bool:
+    """An instance with one of ``POLICY_METHODS`` (a class is a factory: called with the seed)."""
+    return not isinstance(spec, type) and any(callable(getattr(spec, m, None)) for m in POLICY_METHODS)
+
+
+def parse_bot_spec(text: str) -> tuple[str, dict[str, Any]]:
+    """``"search:rollouts=64,max_discards=3"`` -> ``("search", {"rollouts": 64, "max_discards": 3})``.
+
+    Values are Python literals where they parse as one (``64``, ``0.5``, ``True``, ``None``), else
+    text. A setting given twice or without ``=`` is a ValueError naming it.
+    """
+    name, _, args = text.partition(":")
+    settings: dict[str, Any] = {}
+    if args.strip():
+        for item in args.split(","):
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq or not key:
+                raise ValueError(f"bad bot setting {item!r} in {text!r}; expected name=value")
+            if key in settings:
+                raise ValueError(f"setting {key!r} is given twice in {text!r}")
+            try:
+                settings[key] = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError, RecursionError, MemoryError):
+                settings[key] = value.strip()
+    return name.strip(), settings
+
+
+def _bots() -> dict[str, type]:
+    from .bots import BOTS  # (lazy: the bots load the solver tables only when a player is named)
+
+    return BOTS
+
+
+def _held_out() -> tuple[str, ...]:
+    from .bots import HELD_OUT_BOTS
+
+    return HELD_OUT_BOTS
+
+
+def bot_help(purpose: str = "play") -> str:
+    """The bots a spec may name for ``purpose``, for help texts (from the registry, never by hand)."""
+    held_out = _held_out()
+    usable = ", ".join(name for name in _bots() if name not in held_out)
+    extra = f", the held-out {' and '.join(held_out)}" if purpose == "play" else ""
+    return f"{usable} (settings as search:rollouts=64){extra}, or a policy file ending in .pt"
+
+
+def player_label(spec: Any) -> str:
+    """A short name for ``spec`` in tables, records and pages."""
+    if isinstance(spec, (str, os.PathLike)):
+        return os.fspath(spec)
+    return getattr(spec, "name", None) or getattr(spec, "__name__", None) or type(spec).__name__
+
+
+def make_player(spec: Any, *, seed: int | None = None, rules: str | RulesConfig | None = None) -> Any:
+    """The policy ``spec`` names (see the module docstring), built with ``seed`` for ``rules``.
+
+    ``rules`` (a preset name or a ``RulesConfig``; None: classic for bots, the file's own for a
+    policy file) is the table's; a policy object is returned as it is.
+    """
+    if is_policy_object(spec):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        config = rules if isinstance(rules, RulesConfig) else (make_config(rules) if rules is not None else None)
+        if is_policy_file(spec):
+            return load_policy_file(spec, rules=config)
+        name, settings = parse_bot_spec(os.fspath(spec))
+        bots = _bots()
+        if name not in bots:
+            hint = " ('simple' is one bot: it plays engine states with act_states and observations with act)" \
+                if name == "simple_obs" else ""
+            raise ValueError(f"unknown player {os.fspath(spec)!r}{hint}; expected {bot_help()}")
+        for key, why in RESERVED_SETTINGS.items():
+            if key in settings:
+                raise ValueError(f"player {os.fspath(spec)!r}: {key!r} cannot be set in a player spec; {why}")
+        return bots[name](seed=seed, rules=config, **settings)
+    if callable(spec):
+        return spec(seed)
+    raise ValueError(f"cannot make a player from {spec!r}; expected {FORMS}")
+
+
+def check_player(spec: Any, rules: str | RulesConfig | None = None, *, purpose: str = "play") -> None:
+    """A ValueError (FileNotFoundError for a missing file) unless ``spec`` can serve ``purpose``
+    (``PURPOSES``) at a table of ``rules`` (default classic).
+
+    Bot specs and policy files are built once, so that a mistyped or ill-typed setting and a file
+    made for other rules fail here, before any game; objects and factories are taken as they are.
+    """
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose={purpose!r}; allowed: {', '.join(PURPOSES)}")
+    if is_policy_object(spec) or (callable(spec) and not isinstance(spec, (str, os.PathLike))):
+        return
+    if not isinstance(spec, (str, os.PathLike)) or not isinstance(os.fspath(spec), str):
+        raise ValueError(f"cannot make a player from {spec!r}; expected {FORMS}")
+    text = os.fspath(spec)
+    if purpose != "play" and not is_policy_file(text):
+        name, settings = parse_bot_spec(text)
+        if name in _held_out():
+            raise ValueError(f"player {text!r}: the held-out bots ({', '.join(_held_out())}) are for evaluation "
+                             f"only; no training stage plays them (allowed: {bot_help(purpose)})")
+        for key in UNREPRODUCIBLE_SETTINGS:
+            if key in settings:
+                raise ValueError(f"player {text!r}: a {key} makes play depend on the machine's speed, and training "
+                                 "must repeat for its seed; give a rollouts budget instead (e.g. search:rollouts=160)")
+    config = rules if isinstance(rules, RulesConfig) else make_config(rules if rules is not None else "classic")
+    try:
+        make_player(text, seed=0, rules=config)
+    except TypeError as error:  # a setting a constructor cannot take
+        raise ValueError(f"player {text!r}: {error}") from error
+
+
+__all__ = [
+    "FORMS",
+    "POLICY_METHODS",
+    "PURPOSES",
+    "RESERVED_SETTINGS",
+    "bot_help",
+    "check_player",
+    "is_policy_object",
+    "make_player",
+    "parse_bot_spec",
+    "player_label",
+]

@@ -1,0 +1,114 @@
+"""okgin_env.players: one grammar names a player everywhere a player is taken (issue 41)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from okgin_env import GymEnv, make_config
+from okgin_env.bots import BOTS, HELD_OUT_BOTS, LookaheadBot, SearchBot, SimpleBot
+from okgin_env.evaluate import evaluate
+from okgin_env.players import bot_help, check_player, make_player, parse_bot_spec, player_label
+from okgin_env.vector import VectorGymEnv
+
+CLASSIC_FILE = "checkpoints/okgin_classic.pt"
+SPECS = ["simple", "search:rollouts=8", CLASSIC_FILE]  # strings: every tool takes these
+
+
+def policy_object():
+    return LookaheadBot(seed=3)
+
+
+def every_spec():
+    return [*SPECS, policy_object()]
+
+
+def test_the_grammar_parses_bots_with_settings_and_refuses_what_it_cannot_read():
+    assert parse_bot_spec("search") == ("search", {})
+    assert parse_bot_spec("search:rollouts=8,opponent_model=uniform,time_limit=None") == (
+        "search", {"rollouts": 8, "opponent_model": "uniform", "time_limit": None})
+    with pytest.raises(ValueError, match="expected name=value"):
+        parse_bot_spec("search:rollouts")
+    with pytest.raises(ValueError, match="given twice"):
+        parse_bot_spec("search:rollouts=1,rollouts=2")
+    bot = make_player("search:rollouts=8", seed=1, rules="classic")
+    assert isinstance(bot, SearchBot) and bot.settings.rollouts == 8
+    assert isinstance(make_player("simple", seed=1), SimpleBot)
+    assert make_player(obj := policy_object()) is obj
+    assert isinstance(make_player(lambda seed: LookaheadBot(seed=seed), seed=2), LookaheadBot)  # a factory
+    assert player_label("search:rollouts=8") == "search:rollouts=8" and player_label(policy_object()) == "lookahead"
+    for bad, message in ((3, "cannot make a player from 3"), ("nobody", "unknown player 'nobody'"),
+                         ("simple_obs", "'simple' is one bot"), ("simple:seed=3", "'seed' cannot be set"),
+                         ("search:rollouts=0", "rollouts=0 is not allowed"), ("search:speed=2", "unknown setting")):
+        with pytest.raises(ValueError, match=message):
+            check_player(bad)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        check_player("nowhere/policy.pt")
+    with pytest.raises(ValueError, match="purpose='train'"):
+        check_player("simple", purpose="train")
+
+
+@pytest.mark.parametrize("purpose", ["teach", "label"])
+def test_training_purposes_refuse_held_out_bots_and_time_limits(purpose):
+    for name in HELD_OUT_BOTS:
+        check_player(name, purpose="play")
+        with pytest.raises(ValueError, match="held-out bots"):
+            check_player(f"{name}", purpose=purpose)
+    check_player("search:time_limit=0.1", purpose="play")
+    with pytest.raises(ValueError, match="time_limit makes play depend"):
+        check_player("search:time_limit=0.1", purpose=purpose)
+    for spec in every_spec():
+        check_player(spec, purpose=purpose)
+
+
+def test_help_lists_every_bot_from_the_registry():
+    text = bot_help()
+    assert all(name in text for name in BOTS)  # lookahead included: nothing written by hand
+    assert all(name not in bot_help("teach") for name in HELD_OUT_BOTS)
+
+
+def test_the_same_specs_work_in_evaluate_and_both_gym_envs():
+    for spec in every_spec():
+        results = evaluate({"a": spec, "b": "random"}, matches=2, seed=3, episode="round")
+        assert results.pairs[0].games == 2
+        env = GymEnv(opponents=spec, episode="round")
+        _, info = env.reset(seed=1)
+        env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        vector = VectorGymEnv(2, opponents=spec, episode="round")
+        _, infos = vector.reset(seed=1)
+        vector.step(np.array([int(np.flatnonzero(mask)[0]) for mask in infos["action_mask"]]))
+
+
+def test_the_same_specs_work_in_the_command_line_tools(tmp_path, capsys):
+    from okgin_env.eval_cli import main as eval_main
+    from okgin_env.play import Game
+    from okgin_env.web.game import GameStore
+    from okgin_env.web.server import create_app
+
+    for spec in SPECS:
+        assert eval_main([spec, "random", "--matches", "2", "--episode", "round", "--no-progress"]) == 0
+        assert "A vs B" in capsys.readouterr().out
+    for spec in every_spec():
+        game = Game(spec, seed=1, episode="round", input_fn=lambda _prompt: "q", print_fn=lambda *_: None)
+        assert game.run()["finished"] is False  # the person left at once; the opponents were built
+        client = create_app(GameStore(spec, seed=1)).test_client()
+        assert client.post("/api/games", json={}).status_code == 201
+
+
+def test_the_same_specs_work_as_pool_entries_teachers_and_labelling_opponents():
+    pytest.importorskip("torch")
+    from training.labelling import label_decisions_batched
+    from training.league import parse_pool
+    from training.train import Teacher
+
+    config = make_config("classic")
+    pool = parse_pool(" ".join(f"{spec}@{k + 1}" for k, spec in enumerate(SPECS)) + " self@0.5", config)
+    assert pool == {"simple": 1.0, "search:rollouts=8": 2.0, CLASSIC_FILE: 3.0, "self": 0.5}
+    tables = VectorGymEnv(2, opponents=[make_player(spec, seed=1, rules=config) for spec in SPECS[1:]])
+    observations, infos = tables.reset(seed=2)
+    for spec in every_spec():
+        actions = Teacher(spec, 2, seed=4, config=config).actions(tables, observations, infos["action_mask"])
+        assert all(infos["action_mask"][k][a] for k, a in enumerate(actions))
+    for spec in SPECS:
+        labels = label_decisions_batched((CLASSIC_FILE, "classic", 5, 1, {"opponent": spec}))
+        assert labels["q"].shape[0] == 1
