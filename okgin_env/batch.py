@@ -291,6 +291,7 @@ class BatchEnv:
             raise ValueError(f"actions must have shape ({m},) (one per stepped game), got {acts.shape}")
         if m and (acts.dtype == np.bool_ or not np.issubdtype(acts.dtype, np.integer)):
             raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {acts.dtype}")
+        given = acts  # as given: a uint64 above 2**63 must be named as itself, not as its int64 wrap
         acts = acts.astype(np.int64, copy=False)
         rows = np.arange(self.num_games) if idx is None else idx
         in_range = (acts >= 0) & (acts < NUM_ACTIONS)
@@ -299,7 +300,7 @@ class BatchEnv:
         if not ok.all():
             j = int(np.flatnonzero(~ok)[0])
             g = int(rows[j])
-            a = int(acts[j])
+            a = int(given[j])
             legal = np.flatnonzero(self._masks[g]).tolist()
             names = ", ".join(f"{x} ({action_str(x)})" for x in legal)
             what = f"{a} ({action_str(a)})" if 0 <= a < NUM_ACTIONS else f"{a} (out of range 0..{NUM_ACTIONS - 1})"

@@ -4,35 +4,31 @@
     python -m okgin_env.eval_cli random simple search --matches 100          # the same command
 
 Every problem found before the first game (an unknown policy or bot setting, a bad rule option,
-an ``--out`` that cannot be written) ends with exit status 2 and a one-line message. Ctrl-C and
-SIGTERM stop the run: the workers are ended, the table of the games that finished is printed
-with a line saying the run was interrupted, and the exit status is 130 (SIGINT) or 143 (SIGTERM).
-The table fits 100 columns for bot names; ``--wide`` shows every column.
+a negative ``--seed``, an ``--out`` or ``--record`` that cannot be written) ends with exit
+status 2 and a one-line message. ``--workers`` is capped at the number of games (the summary
+line says so). Ctrl-C and SIGTERM stop the run: the workers are ended, the table of the games
+that finished is printed with a line saying the run was interrupted, and the exit status is 130
+(SIGINT) or 143 (SIGTERM). The results are printed before any file is written: a file that
+cannot be written after the games (a full disk) is named in a one-line message, and the exit
+status is then 2 (or the signal's, when the run was stopped). The table fits 100 columns for
+bot names; ``--wide`` shows every column.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from .episode import DEFAULT_MAX_ROUNDS, EPISODES
 from .rules.config import PRESETS
 from .eval_results import check_output_prefix
-from .evaluate import EvaluationInterrupted, evaluate
+from .evaluate import MAX_WORKERS, EvaluationInterrupted, RecordsNotWritten, evaluate
 from .players import bot_help
+from .signals import sigterm_raises
 
 
-class _Stopped(KeyboardInterrupt):
-    """Raised by the CLI's SIGTERM handler, so that SIGTERM stops a run as Ctrl-C does."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signal_name = signal.Signals(signum).name
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,8 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_ROUNDS,
         help="end a match still undecided after this many rounds as a draw (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=1, help="processes (default 1: inline)")
+    parser.add_argument("--seed", type=int, default=0, help="a non-negative int: the run's deals and bot seeds (default 0)")
+    parser.add_argument(
+        "--workers", type=int, default=1, help=f"processes, 1..{MAX_WORKERS}, at most one per game (default 1: inline)"
+    )
     parser.add_argument("--out", default=None, help="write PREFIX.json and PREFIX.csv")
     parser.add_argument("--record", default=None, metavar="PATH", help="write every game to PATH (JSON Lines game records)")
     parser.add_argument("--wide", action="store_true", help="every column: rounds per game, how rounds were won, decisions")
@@ -75,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = {} if args.target_score is None else {"target_score": args.target_score}
     code = 0
     try:
-        with _sigterm_stops_the_run():
+        with sigterm_raises():
             if args.out:
                 check_output_prefix(args.out)
             results = evaluate(
@@ -94,6 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvaluationInterrupted as stop:
         results = stop.results
         code = 128 + int(signal.Signals[stop.signal_name])
+    except RecordsNotWritten as failure:  # reported below, after the results
+        results = failure.results
     except KeyboardInterrupt as stop:  # before the first game
         name = getattr(stop, "signal_name", "SIGINT")
         print(f"okgin-eval: interrupted by {name} before any game", file=sys.stderr)
@@ -109,30 +109,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{settings['games_planned']} games finished, {settings['seconds']:.1f} s)"
         )
     else:
-        print(f"({settings['games_per_pair']} games per pair, {settings['seconds']:.1f} s)")
+        capped = ""
+        if "workers_requested" in settings:
+            capped = f"; {settings['workers']} worker processes, one per game, not {settings['workers_requested']}"
+        print(f"({settings['games_per_pair']} games per pair, {settings['seconds']:.1f} s{capped})")
     if args.out:
-        for path in results.write(args.out):
-            print(f"wrote {path}")
+        try:
+            for path in results.write(args.out):
+                print(f"wrote {path}")
+        except OSError as error:
+            print(f"okgin-eval: error: cannot write results to {args.out!r}: {error.strerror or error}", file=sys.stderr)
+            code = code or 2
     if args.record:
-        print(f"wrote {args.record} ({len(results.records)} game records)")
+        if "record_error" in settings:
+            print(f"okgin-eval: error: {settings['record_error']}", file=sys.stderr)
+            code = code or 2
+        else:
+            print(f"wrote {args.record} ({len(results.records)} game records)")
     return code
 
 
-@contextlib.contextmanager
-def _sigterm_stops_the_run() -> Iterator[None]:
-    """Inside the block SIGTERM raises like Ctrl-C, so that the run stops cleanly and reports."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, _frame: Any) -> None:
-        raise _Stopped(signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ same environment seed (so the same first dealer and the same shuffles, as
 ``env.reset(seed=...)`` deals them) is played with the seats swapped. With three or four players
 (``rules="penalty"``) policy A plays against copies of policy B and the deal is played with A in
 every seat. Bots get their own seeds, derived from ``seed``, the deal and the seat, so a run is
-reproducible for a seed whatever the number of workers.
+reproducible for a seed whatever the number of workers. A seed is a non-negative int
+(``okgin_env.rules.config.check_seed``, the envs' rule); distinct seeds play distinct deals
+(a seed below 2**32 derives exactly as it always has).
 
 **Results** per pair (A, B): games, A's wins, B's wins and draws (a match always has a winner
 unless ``max_rounds`` truncates it; a round may be a draw: draws are counted apart and left out
@@ -44,8 +46,16 @@ seat of the field (``penalty_per_round_a`` / ``penalty_per_round_field``; lower 
 ``KeyboardInterrupt``) whose ``results`` count the games that finished. The CLI prints that
 table, says it was interrupted and exits with 130 (SIGINT) or 143 (SIGTERM).
 
+**Workers.** ``workers`` processes play the games (1: this process); at most ``MAX_WORKERS``,
+and no more than there are games: a larger count is capped, and the results' settings say so
+(``workers`` used, ``workers_requested`` asked).
+
 **Records.** ``record=PATH`` (``okgin-eval --record PATH``) writes every game (a mirrored deal
-is two) as one line of ``okgin_env.records``, in the order of the tasks.
+is two) as one line of ``okgin_env.records``, in the order of the tasks, once the games are
+played (also when stopped), replacing the file at once. If it cannot be written (a full disk),
+the results are not lost: ``evaluate`` raises ``RecordsNotWritten`` (an ``OSError``) holding
+them (``results``) and the records (``game_records``), or, when stopped, says so in the
+settings of ``EvaluationInterrupted.results`` (``record_error``).
 
 Games run on the rules engine directly (``okgin_env.match_loop.play_match``: exactly what
 ``raw_env`` gives each agent) rather than through the PettingZoo wrappers, which would cost more
@@ -54,16 +64,14 @@ than the bots themselves.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import os
 import pickle
 import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,9 +88,10 @@ from .policy_loaders import (
     register_policy_loader,
     registered_loaders,
 )
+from .signals import signals_ignored
 from .records import check_record_path, game_record, write_records
 from .players import check_player, make_player, player_label
-from .rules.config import RulesConfig, is_int, make_config
+from .rules.config import RulesConfig, check_seed, is_int, make_config
 
 __all__ = [
     "EPISODES",
@@ -90,8 +99,10 @@ __all__ = [
     "Z95",
     "EvalResults",
     "EvaluationInterrupted",
+    "MAX_WORKERS",
     "PairResult",
     "PolicyLoadError",
+    "RecordsNotWritten",
     "Task",
     "evaluate",
     "make_tasks",
@@ -99,6 +110,11 @@ __all__ = [
     "register_policy_loader",
     "wilson_interval",
 ]
+
+#: The most worker processes an evaluation starts (each is a Python process with its own bots).
+MAX_WORKERS = 1024
+#: Ends the derivation words of a seed of 2**32 or more, so that they match no narrow seed's.
+_WIDE_SEED_TAG = 2
 
 # ----------------------------------------------------------------------------- one game
 
@@ -189,9 +205,33 @@ class EvaluationInterrupted(KeyboardInterrupt):
         self.results = results
 
 
-def _derive(*keys: int) -> int:
-    """A 31-bit seed derived from integer keys (stable across runs and platforms)."""
-    return int(np.random.SeedSequence([int(k) & 0xFFFFFFFF for k in keys]).generate_state(1)[0] >> 1)
+class RecordsNotWritten(OSError):
+    """``evaluate`` played its games but could not write the game records (``record=``): the
+    message names the file and the reason; ``results`` and ``game_records`` hold what was played."""
+
+    def __init__(self, message: str, results: EvalResults, game_records: list[dict[str, Any]]):
+        super().__init__(message)
+        self.results = results
+        self.game_records = game_records
+
+
+def _derive(seed: int, *keys: int) -> int:
+    """A 31-bit seed derived from a run's seed and small non-negative keys (stable across runs and
+    platforms). A seed below 2**32 derives from ``[seed, *keys]`` as it always has; a wider one
+    from its 32-bit words, the keys, its word count and a tag, so that no two seeds alias."""
+    if seed < 2**32:
+        words = [int(seed), *map(int, keys)]
+    else:
+        wide = [seed >> shift & 0xFFFFFFFF for shift in range(0, seed.bit_length(), 32)]
+        words = [*wide, *map(int, keys), len(wide), _WIDE_SEED_TAG]
+    return int(np.random.SeedSequence(words).generate_state(1)[0] >> 1)
+
+
+def _check_run_seed(seed: Any) -> int:
+    """``seed`` as an int, by the envs' rule (``check_seed``), None excepted: a run is reproducible for its seed."""
+    if seed is None:
+        raise ValueError("seed=None is not allowed: an evaluation is reproducible for its seed; expected a non-negative int")
+    return check_seed(seed)
 
 
 def _named(policies: Mapping[str, Any] | Sequence[Any]) -> list[tuple[str, Any]]:
@@ -217,6 +257,7 @@ def make_tasks(
     max_rounds: int | None = DEFAULT_MAX_ROUNDS,
 ) -> list[Task]:
     """Every game of the evaluation: per pair, ``deals`` deals, each with A in every seat."""
+    seed = _check_run_seed(seed)
     n = config.num_players
     deals = max(1, math.ceil(matches / n))
     tasks = []
@@ -249,16 +290,19 @@ def evaluate(
     ``matches`` games per pair (rounded up to a whole number of mirrored deals); ``episode``
     ``"match"`` or ``"round"``; ``rules`` (a preset name or a ``RulesConfig``)/``num_players``
     (None: the preset's or the config's own)/``rule_options`` as for ``okgin_env.env``;
-    ``workers`` processes (1: in this process); ``progress`` shows a tqdm bar; ``max_rounds``
-    ends a match after that many rounds as a draw (None: unbounded); ``record``: a file to write
-    every game's record to (JSON Lines, ``okgin_env.records``), also when stopped.
+    ``seed`` a non-negative int; ``workers`` processes (1: in this process; at most
+    ``MAX_WORKERS``, and capped at the number of games); ``progress`` shows a tqdm bar;
+    ``max_rounds`` ends a match after that many rounds as a draw (None: unbounded); ``record``: a
+    file to write every game's record to (JSON Lines, ``okgin_env.records``), also when stopped
+    (``RecordsNotWritten``, with the results, if it cannot be written).
     """
     if episode not in EPISODES:
         raise ValueError(f"episode={episode!r}; allowed: {', '.join(EPISODES)}")
     if not is_int(matches) or matches < 1:
         raise ValueError(f"matches must be a positive int, got {matches!r}")
-    if not is_int(workers) or workers < 1:
-        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if not is_int(workers) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be an int in 1..{MAX_WORKERS} (processes), got {workers!r}")
+    seed = _check_run_seed(seed)
     max_rounds = check_max_rounds(max_rounds)
     # num_players=None keeps the preset's or the given RulesConfig's own count; a number overrides it.
     config = make_config(rules, num_players=num_players, **rule_options)
@@ -270,11 +314,12 @@ def evaluate(
         check_record_path(record)  # before any game
     for task in tasks:
         task.record = record is not None
+    used_workers = min(workers, len(tasks))  # a process per game at most
     started = time.perf_counter()
     records: list[dict[str, Any]] = []
     interrupted = None
     try:
-        _run(tasks, workers, progress, records)
+        _run(tasks, used_workers, progress, records)
     except KeyboardInterrupt as stop:
         interrupted = getattr(stop, "signal_name", "SIGINT")
     records.sort(key=lambda rec: (rec["pair"], rec["deal"], rec["rotation"]))
@@ -289,19 +334,26 @@ def evaluate(
         "episode": episode,
         "rules": config.to_dict(),
         "seed": seed,
-        "workers": workers,
+        "workers": used_workers,
         "seconds": round(time.perf_counter() - started, 3),
     }
+    if used_workers < workers:
+        settings["workers_requested"] = workers
     if max_rounds is not None:
         settings["max_rounds"] = max_rounds
     if interrupted is not None:
         settings.update(interrupted=interrupted, games_finished=len(records), games_planned=len(tasks))
     if record is not None:
         settings["record"] = os.fspath(record)
-        write_records(record, game_records)
+        try:
+            write_records(record, game_records)
+        except OSError as error:  # the games are played: keep the results, say what was not written
+            settings["record_error"] = error.strerror or str(error)
     results = EvalResults(pairs=pairs, settings=settings, records=records)
     if interrupted is not None:
         raise EvaluationInterrupted(interrupted, results) from None
+    if "record_error" in settings:
+        raise RecordsNotWritten(settings["record_error"], results, game_records)
     return results
 
 
@@ -321,7 +373,7 @@ def _run(tasks: list[Task], workers: int, progress: bool, records: list[dict[str
         loaders = {suffix: loader for suffix, loader in registered_loaders().items() if _picklable(loader)}
         # Workers start with Ctrl-C ignored (an ignored signal stays ignored across exec), so a
         # Ctrl-C in the terminal reaches only this process, which then ends them.
-        with _signals_ignored(signal.SIGINT):
+        with signals_ignored(signal.SIGINT):
             pool = context.Pool(workers, initializer=_init_worker, initargs=(loaders,))
         try:
             for record in pool.imap_unordered(play_game, tasks, chunksize=chunk):
@@ -329,7 +381,7 @@ def _run(tasks: list[Task], workers: int, progress: bool, records: list[dict[str
                 bar.update(1)
             pool.close()
         except BaseException:
-            with _signals_ignored(signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not break the clean-up
+            with signals_ignored(signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not break the clean-up
                 pool.terminate()
                 pool.join()
             raise
@@ -349,20 +401,6 @@ def _picklable(value: Any) -> bool:
     except Exception:  # noqa: BLE001 - any failure means it cannot go to a worker
         return False
     return True
-
-
-@contextlib.contextmanager
-def _signals_ignored(*signums: int) -> Iterator[None]:
-    """Ignore ``signums`` inside the block (only the main thread may change signal handlers)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = [(signum, signal.signal(signum, signal.SIG_IGN)) for signum in signums]
-    try:
-        yield
-    finally:
-        for signum, handler in previous:
-            signal.signal(signum, handler)
 
 
 class _NoBar:

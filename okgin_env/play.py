@@ -23,6 +23,14 @@ An illegal move is refused with the reason, and the question asked again. The op
 are shown as they happen (only what the table sees: a card drawn from the stock stays hidden),
 and at the end of each round the showdown: melds, layoffs, deadwood, points and the match score.
 
+``--record PATH`` writes the game as a game record (``okgin_env.records``) on every way out:
+at its end, when you leave it (``q``, end of input, Ctrl-C or SIGTERM: ``"finished": false``)
+and when a move fails. The file is replaced at once, so a failed write (a full disk) leaves it as
+it was; the failure is named in one line and the exit status is 2. Exit status otherwise: 0 for
+a game played to its end, 1 for one left, 130 after Ctrl-C, 143 after SIGTERM, 2 for bad options
+or a policy that fails during the game (one line; an unexpected error is raised once the record
+is written).
+
 ``play(...)`` takes ``input_fn`` and ``print_fn`` (default: ``input`` and ``print``) so that tests
 can script a game.
 """
@@ -30,13 +38,15 @@ can script a game.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .env import raw_env
+from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
-from .rules.config import PRESETS, is_int
+from .rules.config import PRESETS, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
@@ -87,8 +97,7 @@ class Game:
         n = self.env.config.num_players
         if not 0 <= seat < n:
             raise ValueError(f"seat must be in 0..{n - 1}, got {seat}")
-        if seed is not None and (not is_int(seed) or seed < 0):
-            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        seed = check_seed(seed)  # the envs' seed rule
         check_player(opponent, self.env.config)
         self.seat = seat
         self.seed = seed
@@ -405,30 +414,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+
+
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = {} if args.target_score is None else {"target_score": args.target_score}
+    with sigterm_raises():
+        try:
+            if args.record is not None:
+                from .records import check_record_path
+
+                check_record_path(args.record)
+            game = Game(
+                args.opponent, args.seed, args.rules, args.episode, args.num_players, args.seat, **options
+            )
+        except (ValueError, ImportError, FileNotFoundError) as error:
+            print(f"okgin-play: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as stop:
+            print()
+            return 128 + int(signal.Signals[getattr(stop, "signal_name", "SIGINT")])
+        code = 2  # an unexpected error is raised again once the record is written
+        try:
+            result = game.run()
+            code = 0 if result["finished"] else 1
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the game is left
+            print()
+            code = 128 + int(signal.Signals[getattr(stop, "signal_name", "SIGINT")])
+        except (ValueError, ImportError, OSError) as error:  # a policy or the terminal failing mid-game
+            print(f"okgin-play: error: {error}", file=sys.stderr)
+        finally:
+            if args.record is not None:
+                with signals_ignored(signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not stop the write
+                    written = _write_record(game, args.record)
+                if not written and code in (0, 1):
+                    code = 2
+    return code
+
+
+def _write_record(game: Game, path: str) -> bool:
+    """Write ``game``'s record to ``path``; False (after a one-line message) if it cannot be written."""
+    from .records import write_records
+
+    if not game.round_states:
+        print("No round was dealt: no game record written.")
+        return True
     try:
-        if args.record is not None:
-            from .records import check_record_path
+        write_records(path, [game.record()])
+    except (OSError, ValueError) as error:
+        message = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        print(f"okgin-play: error: {message}", file=sys.stderr)
+        return False
+    print(f"Game record written to {path}.")
+    return True
 
-            check_record_path(args.record)
-        game = Game(
-            args.opponent, args.seed, args.rules, args.episode, args.num_players, args.seat, **options
-        )
-        result = game.run()
-    except (ValueError, ImportError, FileNotFoundError) as error:
-        print(f"okgin-play: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print()
-        return 130
-    if args.record is not None:
-        from .records import write_records
 
-        write_records(args.record, [game.record()])
-        print(f"Game record written to {args.record}.")
-    return 0 if result["finished"] else 1
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
 """The field checks of game records (``okgin_env.records``, docs/records.md): JSON data in,
 checked copies out, and a ValueError naming the first wrong field (``field rounds[2].deck: ...``).
+
+Fields a record may add (extras, and unknown fields of a round) are kept as read, as copies;
+they may be nested at most ``MAX_DEPTH`` levels (a record itself needs five), so that a hostile
+line is refused with a ValueError instead of exhausting the interpreter's stack.
 """
 
 from __future__ import annotations
 
+import reprlib
+import sys
 from typing import Any
 
 from .episode import DEFAULT_MAX_ROUNDS, EPISODES, REWARDS, check_max_rounds
@@ -18,15 +24,32 @@ VERSION = 1
 REQUIRED = ("format", "version", "env", "players", "rounds", "scores")
 #: The env options of a record besides the rule options (``OPTION_NAMES``).
 ENV_OWN = ("episode", "reward", "max_rounds")
+#: The fields of a round that are checked; any other is kept as read.
+ROUND_FIELDS = ("deck", "dealer", "actions", "scores_after", "reshuffles", "outcome")
+#: How deeply a record's JSON may nest lists and objects (the record itself: ``rounds[0].outcome.points``).
+MAX_DEPTH = 100
 
 
 def _fail(where: str, message: str) -> None:
     raise ValueError(f"field {where}: {message}")
 
 
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel, _SHORT_REPR.maxstring, _SHORT_REPR.maxother = 3, 80, 80
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as a message shows it: shortened, so that a huge or deeply nested one cannot
+    flood the message or exhaust the stack."""
+    try:
+        return _SHORT_REPR.repr(value)
+    except ValueError:  # an int too long for Python to turn into text
+        return f"an int of more than {sys.get_int_max_str_digits()} digits"
+
+
 def _int(value: Any, where: str, low: int, high: int) -> int:
     if not is_int(value) or not low <= value <= high:
-        _fail(where, f"expected an int in {low}..{high}, got {value!r}")
+        _fail(where, f"expected an int in {low}..{high}, got {_shown(value)}")
     return int(value)
 
 
@@ -62,11 +85,11 @@ def checked_fields(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"a record is a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
-        _fail("format", f"expected {FORMAT!r}, got {data.get('format')!r}")
+        _fail("format", f"expected {FORMAT!r}, got {_shown(data.get('format'))}")
     version = data.get("version")
     if not is_int(version) or version != VERSION:
         newer = is_int(version) and version > VERSION
-        _fail("version", f"this okgin reads version {VERSION}, got {version!r}" + ("; a newer okgin wrote it" if newer else ""))
+        _fail("version", f"this okgin reads version {VERSION}, got {_shown(version)}" + ("; a newer okgin wrote it" if newer else ""))
     for key in REQUIRED[2:]:
         if key not in data:
             _fail(key, "missing")
@@ -74,11 +97,11 @@ def checked_fields(data: Any) -> dict[str, Any]:
     n = env["num_players"]
     players = data["players"]
     if not isinstance(players, list) or len(players) != n or not all(isinstance(p, str) for p in players):
-        _fail("players", f"expected a list of {n} names (one per seat), got {players!r}")
-    extras = {k: copy_json(v) for k, v in data.items() if k not in REQUIRED}
+        _fail("players", f"expected a list of {n} names (one per seat), got {_shown(players)}")
+    extras = {k: copy_json(v, k) for k, v in data.items() if k not in REQUIRED}
     for key in ("finished", "truncated"):
         if key in extras and not isinstance(extras[key], bool):
-            _fail(key, f"expected true or false, got {extras[key]!r}")
+            _fail(key, f"expected true or false, got {_shown(extras[key])}")
     if "winner" in extras:
         _seat_or_none(extras["winner"], "winner", n)
     finished = extras.get("finished", True)
@@ -96,17 +119,21 @@ def _parse_env(env: Any) -> dict[str, Any]:
     unknown = sorted(set(env) - set(OPTION_NAMES) - set(ENV_OWN))
     if unknown:
         _fail("env", f"unknown option(s) {unknown} (from a newer okgin?); known: {', '.join((*OPTION_NAMES, *ENV_OWN))}")
+    for name, value in env.items():  # every env option is a number, true/false, text or null
+        if isinstance(value, (list, dict)):
+            what = "list" if isinstance(value, list) else "object"
+            _fail(f"env.{name}", f"expected a number, true/false, text or null, got a {what}")
     rules = env.get("rules")
     if rules not in PRESETS:
-        _fail("env.rules", f"expected one of {', '.join(PRESETS)}, got {rules!r}")
+        _fail("env.rules", f"expected one of {', '.join(PRESETS)}, got {_shown(rules)}")
     try:
         config = make_config(rules, **{k: v for k, v in env.items() if k in OPTION_NAMES and k != "rules"})
     except ValueError as error:
         _fail("env", str(error))
     if env.get("episode", "match") not in EPISODES:
-        _fail("env.episode", f"expected one of {', '.join(EPISODES)}, got {env.get('episode')!r}")
+        _fail("env.episode", f"expected one of {', '.join(EPISODES)}, got {_shown(env.get('episode'))}")
     if env.get("reward", "points") not in REWARDS:
-        _fail("env.reward", f"expected one of {', '.join(REWARDS)}, got {env.get('reward')!r}")
+        _fail("env.reward", f"expected one of {', '.join(REWARDS)}, got {_shown(env.get('reward'))}")
     try:
         check_max_rounds(env.get("max_rounds", DEFAULT_MAX_ROUNDS))
     except ValueError as error:
@@ -120,7 +147,7 @@ def _parse_round(entry: Any, where: str, n: int, must_be_over: bool) -> dict[str
     for key in ("deck", "dealer", "actions", "scores_after"):
         if key not in entry:
             _fail(f"{where}.{key}", "missing")
-    parsed = dict(entry)
+    parsed = {key: value if key in ROUND_FIELDS else copy_json(value, f"{where}.{key}") for key, value in entry.items()}
     parsed["deck"] = _cards(entry["deck"], f"{where}.deck", whole_deck=True)
     parsed["dealer"] = _int(entry["dealer"], f"{where}.dealer", 0, n - 1)
     parsed["actions"] = _ints(entry["actions"], f"{where}.actions", 0, NUM_ACTIONS - 1)
@@ -132,7 +159,7 @@ def _parse_round(entry: Any, where: str, n: int, must_be_over: bool) -> dict[str
     if "outcome" in entry:  # absent: not compared; null: the round was left unfinished
         if entry["outcome"] is not None:
             _check_outcome(entry["outcome"], f"{where}.outcome", n)
-            parsed["outcome"] = copy_json(entry["outcome"])
+            parsed["outcome"] = copy_json(entry["outcome"], f"{where}.outcome")
         elif must_be_over:
             _fail(f"{where}.outcome", "null (an unfinished round) is allowed only in the last round of a game with finished false")
     return parsed
@@ -142,7 +169,7 @@ def _check_outcome(outcome: Any, where: str, n: int) -> None:
     if not isinstance(outcome, dict):
         _fail(where, f"expected an object or null, got {type(outcome).__name__}")
     if "kind" in outcome and outcome["kind"] not in KINDS:
-        _fail(f"{where}.kind", f"expected one of {', '.join(KINDS)}, got {outcome['kind']!r}")
+        _fail(f"{where}.kind", f"expected one of {', '.join(KINDS)}, got {_shown(outcome['kind'])}")
     for key in ("knocker", "winner"):
         if key in outcome:
             _seat_or_none(outcome[key], f"{where}.{key}", n)
@@ -153,10 +180,19 @@ def _check_outcome(outcome: Any, where: str, n: int) -> None:
         _int(outcome["knock_card"], f"{where}.knock_card", 0, NUM_CARDS - 1)
 
 
-def copy_json(value: Any) -> Any:
-    """A copy of JSON data (dicts and lists copied all the way down; faster than deepcopy)."""
+def copy_json(value: Any, where: str = "record", depth: int = 0) -> Any:
+    """A copy of JSON data (dicts and lists copied all the way down; faster than deepcopy); a
+    ValueError naming the field ``where`` if it nests more than ``MAX_DEPTH`` levels."""
     if isinstance(value, dict):
-        return {key: copy_json(v) for key, v in value.items()}
+        if depth == MAX_DEPTH:
+            _too_deep(where)
+        return {key: copy_json(v, where, depth + 1) for key, v in value.items()}
     if isinstance(value, list):
-        return [copy_json(v) for v in value]
+        if depth == MAX_DEPTH:
+            _too_deep(where)
+        return [copy_json(v, where, depth + 1) for v in value]
     return value
+
+
+def _too_deep(where: str) -> None:
+    _fail(where, f"nests lists and objects more than {MAX_DEPTH} levels deep; a record allows at most {MAX_DEPTH}")

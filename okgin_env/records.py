@@ -24,15 +24,27 @@ dealer and the game's ``scores``, ``winner`` and ``truncated`` are compared with
 first difference raises ``RecordMismatch`` naming the game, round and action (indices from 0).
 
 ``replay_steps(record)`` yields the same replay step by step (a ``ReplayStep`` with a copy of
-the round state, every hand visible), for replay viewers. ``python -m okgin_env.records FILE``
-checks a file: exit 0 when every game replays, 1 on a mismatch, 2 on a malformed file.
+the round state, every hand visible), for replay viewers. A ``GameRecord`` built by hand is
+checked as a read one is before it is replayed. ``python -m okgin_env.records FILE`` checks a
+file: exit 0 when every game replays, 1 on a mismatch, 2 on a malformed file (one line).
+
+**Reading** (``read_records``, also what ``okgin-web`` reads) refuses anything that is not a
+record file with a ValueError naming the file and line, never reading without end: a line over
+``MAX_LINE_BYTES``, a file over ``MAX_FILE_BYTES``, JSON nested deeper than ``MAX_DEPTH``, a
+number of more digits than Python reads. **Writing** (``write_records``) is all or nothing: the
+lines go to a file beside the target, renamed over it once complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import re
+import secrets
+import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -42,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from .episode import DEFAULT_MAX_ROUNDS
-from .record_checks import FORMAT, VERSION, checked_fields, copy_json
+from .record_checks import FORMAT, MAX_DEPTH, VERSION, checked_fields, copy_json
 from .rules.actions import DISCARD_BASE, KNOCK_BASE, action_str
 from .rules.cards import card_str
 from .rules.config import RulesConfig
@@ -51,6 +63,9 @@ from .rules.showdown import RoundOutcome
 
 #: The ``RoundOutcome`` fields a written round keeps (a record may give any of ``to_dict``'s).
 OUTCOME_FIELDS = ("kind", "knocker", "winner", "points", "deadwood", "knock_card")
+#: The longest line and the largest file ``read_records`` reads (a match is a few KB a line).
+MAX_LINE_BYTES = 64 * 2**20
+MAX_FILE_BYTES = 2**30
 
 
 @dataclass
@@ -198,7 +213,11 @@ def check_record_path(path: str | os.PathLike) -> str:
 
 def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mapping[str, Any]], append: bool = False) -> int:
     """Write one line per record (replacing the file, or after its lines with ``append``); every
-    record is checked first, so a bad one writes nothing. Returns the number written."""
+    record is checked first, so a bad one writes nothing. Returns the number written.
+
+    The file is replaced at once (written beside it, then renamed), so that a failed write (a full
+    disk) leaves the file as it was and raises an ``OSError`` naming the path; a device or a pipe
+    (``/dev/stdout``) is written to directly."""
     lines = []
     for index, record in enumerate(records):
         try:  # parsing copies, so the line is what was checked
@@ -206,9 +225,44 @@ def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mappin
             lines.append(json.dumps(checked._fields(), separators=(",", ":"), default=_json_number) + "\n")
         except (TypeError, ValueError) as error:
             raise ValueError(f"record {index}: {error}") from None
-    with open(path, "a" if append else "w", encoding="utf-8") as file:
-        file.writelines(lines)
+    data = "".join(lines).encode("utf-8")
+    try:
+        _write_whole(os.fspath(path), data, append)
+    except OSError as error:
+        raise OSError(error.errno, f"cannot write game records to {os.fspath(path)!r}: {error.strerror or error}") from None
     return len(lines)
+
+
+def _write_whole(path: str, data: bytes, append: bool) -> None:
+    """``data`` as the file's new contents (after its old ones with ``append``), all or nothing."""
+    target = os.path.realpath(path)  # a link keeps pointing at the file it named
+    try:
+        existing = os.stat(target)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):  # a device or a pipe: nothing to replace
+        with open(target, "ab" if append else "wb") as file:
+            file.write(data)
+        return
+    folder, name = os.path.split(target)
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # O_EXCL: never another's file; mode 0o666 less the umask, as open() would create the file.
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with open(handle, "wb") as file:
+            if existing is not None:
+                os.chmod(temporary, stat.S_IMODE(existing.st_mode))
+                if append:
+                    with open(target, "rb") as old:
+                        shutil.copyfileobj(old, file)
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _json_number(value: Any) -> Any:
@@ -221,11 +275,27 @@ def _json_number(value: Any) -> Any:
 
 
 def read_records(path: str | os.PathLike) -> list[GameRecord]:
-    """Every record of a file (blank lines skipped); a ValueError names the line and the field."""
+    """Every record of a file (blank lines skipped); a ValueError names the line and the field.
+
+    A line longer than ``MAX_LINE_BYTES`` or a file longer than ``MAX_FILE_BYTES`` is refused
+    (before it is read into memory), so that a wrong file such as ``/dev/zero`` ends with an error."""
+    name = os.fspath(path)
     records = []
     with open(path, "rb") as file:
-        for number, raw in enumerate(file, start=1):
-            where = f"{os.fspath(path)}, line {number}"
+        size = os.fstat(file.fileno()).st_size  # 0 for a device or a pipe: counted as read below
+        if size > MAX_FILE_BYTES:
+            raise ValueError(f"{name}: {size:,} bytes; a record file may hold at most {MAX_FILE_BYTES:,} (is it a record file?)")
+        read = number = 0
+        while raw := file.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            read += len(raw)
+            where = f"{name}, line {number}"
+            if len(raw) > MAX_LINE_BYTES:
+                raise ValueError(
+                    f"{where}: longer than {MAX_LINE_BYTES:,} bytes, the most a record line may hold (is it a record file?)"
+                )
+            if read > MAX_FILE_BYTES:
+                raise ValueError(f"{where}: the file goes on past {MAX_FILE_BYTES:,} bytes, the most a record file may hold")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -233,14 +303,23 @@ def read_records(path: str | os.PathLike) -> list[GameRecord]:
             if not text.strip():
                 continue
             try:
-                data = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{where}: not valid JSON: {error.msg} (column {error.colno}); a truncated line?") from None
-            try:
-                records.append(_parse(data))
+                records.append(_parse(_loads(text)))
             except ValueError as error:
                 raise ValueError(f"{where}: {error}") from None
     return records
+
+
+def _loads(text: str) -> Any:
+    """The JSON of one line; a ValueError saying what is wrong with it (never a RecursionError)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not valid JSON: {error.msg} (column {error.colno}); a truncated line?") from None
+    except RecursionError:
+        raise ValueError(f"JSON nested too deeply to read; a record nests at most {MAX_DEPTH} levels") from None
+    except ValueError:  # json's other refusal: an int too long for Python to read
+        limit = sys.get_int_max_str_digits()
+        raise ValueError(f"a number of more than {limit} digits; a record's numbers have at most {limit}") from None
 
 
 def _parse(data: Any) -> GameRecord:
@@ -293,6 +372,7 @@ def replay_steps(record: GameRecord, game: int = 0) -> Iterator[ReplayStep]:
 def _replay(record: GameRecord, game: int, copy_states: bool) -> Iterator[ReplayStep]:
     from .env import raw_env  # noqa: PLC0415 - reading and writing records needs no RL library
 
+    record = _checked_for_replay(record, game)
     try:
         env = raw_env(**record.env)
     except (TypeError, ValueError) as error:
@@ -369,6 +449,21 @@ def _replay(record: GameRecord, game: int, copy_states: bool) -> Iterator[Replay
         if not ended and r == last and record.finished:
             raise RecordMismatch(game, r, at, "the record ends here, yet the match goes on (neither won nor truncated)")
     _check_result(record, env, game, outcome)
+
+
+def _checked_for_replay(record: GameRecord, game: int) -> GameRecord:
+    """A checked copy of ``record``: one built by hand (not by ``from_dict`` or ``read_records``),
+    or changed since, is checked as a read one is; a wrong field raises ``RecordMismatch`` naming
+    the game, and the round and action where the field is one of theirs."""
+    try:
+        return _parse(record._fields() if isinstance(record, GameRecord) else record)
+    except TypeError as error:  # not even shaped as a record (extras that are not a dict)
+        raise RecordMismatch(game, None, None, f"not a record: {error}") from None
+    except ValueError as error:
+        place = re.match(r"field rounds\[(\d+)\](?:\.actions\[(\d+)\])?", str(error))
+        round_index = None if place is None else int(place[1])
+        action = None if place is None or place[2] is None else int(place[2])
+        raise RecordMismatch(game, round_index, action, str(error)) from None
 
 
 def _check_result(record: GameRecord, env: Any, game: int, outcome: RoundOutcome | None) -> None:

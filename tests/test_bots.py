@@ -469,9 +469,9 @@ def test_search_settings_are_one_frozen_checked_dataclass():
     assert bot.settings == SearchSettings(rollouts=64, max_discards=3)
     assert SearchSettings(rollouts=np.int64(5), model_scale=1).rollouts == 5  # numpy scalars become Python ones
     assert type(SearchSettings(rollouts=np.int64(5)).rollouts) is int
-    with pytest.raises(ValueError, match=r"\['rollout'\] .*did you mean 'rollouts'.*rollouts \(an int >= 1; default 480\)"):
+    with pytest.raises(ValueError, match=r"\['rollout'\] .*did you mean 'rollouts'.*rollouts \(an int in 1\.\.10000000; default 480\)"):
         SearchSettings(rollout=3)
-    with pytest.raises(ValueError, match="rollouts=0 is not allowed; expected an int >= 1"):
+    with pytest.raises(ValueError, match=r"rollouts=0 is not allowed; expected an int in 1\.\.10000000"):
         dataclasses.replace(defaults, rollouts=0)
 
 
@@ -486,12 +486,12 @@ CONFIG = make_config("classic")
 BAD_SETTINGS = [
     ("search", {"rules": CONFIG, "rollout": 64}, r"unknown setting\(s\) \['rollout'\] for bot 'search'"),
     ("search", {"rules": "classic", "rollout": 64}, r"unknown setting\(s\) \['rollout'\] for bot 'search'"),
-    ("search", {"rollouts": "abc"}, r"rollouts='abc' is not allowed; expected an int >= 1"),
-    ("search", {"time_limit": "abc"}, r"time_limit='abc' is not allowed; expected a number > 0, or None"),
+    ("search", {"rollouts": "abc"}, r"rollouts='abc' is not allowed; expected an int in 1\.\.10000000"),
+    ("search", {"time_limit": "abc"}, r"time_limit='abc' is not allowed; expected a number > 0 and <= 3600, or None"),
     ("search", {"time_limit": 0}, r"time_limit=0 is not allowed"),
     ("search", {"rollouts": 1.5}, r"rollouts=1.5 is not allowed"),
     ("search", {"rollouts": True}, r"rollouts=True is not allowed"),
-    ("search", {"max_discards": 0}, r"max_discards=0 is not allowed; expected an int >= 1"),
+    ("search", {"max_discards": 0}, r"max_discards=0 is not allowed; expected an int in 1\.\.52"),
     ("search", {"max_resamples": 0}, r"max_resamples=0 is not allowed"),
     ("search", {"infer_takes": "yes"}, r"infer_takes='yes' is not allowed; expected True or False"),
     ("search", {"default_bonus": float("nan")}, r"default_bonus=nan is not allowed; expected a number"),
@@ -509,13 +509,32 @@ BAD_SETTINGS = [
 ]
 
 
+def test_every_numeric_setting_has_an_upper_bound():
+    """An absurd budget (search:rollouts=10**22) is refused when the bot is made, not run for ever."""
+    from okgin_env.bots import LookaheadSettings
+
+    for settings in (SearchSettings, LookaheadSettings):
+        for f in dataclasses.fields(settings):
+            meta = f.metadata
+            if meta["kind"] not in (int, float):
+                continue
+            high = meta["high"]
+            assert high is not None and (f.default is None or f.default <= high)
+            settings(**{f.name: meta["kind"](high)})  # the bound itself is allowed
+            for above in (high + 1, 10**22, 10**400):
+                with pytest.raises(ValueError, match=rf"^{f.name}=\S+ is not allowed; expected (an int|a number) (in {meta['low']}\.\.|> 0 and <= ){high}\b"):
+                    settings(**{f.name: above})
+    with pytest.raises(ValueError, match=r"rollouts=10000000000000000000000 is not allowed; expected an int in 1\.\.10000000"):
+        make_bot("search", rollouts=10**22)
+
+
 @pytest.mark.parametrize("name, settings, message", BAD_SETTINGS, ids=[f"{n}-{','.join(s)}" for n, s, _ in BAD_SETTINGS])
 def test_make_bot_checks_every_setting(name, settings, message):
     with pytest.raises(ValueError, match=message) as error:
         make_bot(name, **settings)
     if "unknown setting" in message and name == "search":
         text = str(error.value)
-        assert "rollouts (an int >= 1; default 480)" in text and "time_limit (a number > 0, or None" in text
+        assert "rollouts (an int in 1..10000000; default 480)" in text and "time_limit (a number > 0 and <= 3600, or None" in text
         assert "undercut_bonus" not in text  # the bot's settings, not the list of rule options
 
 

@@ -27,6 +27,7 @@ def no_games(monkeypatch):
     [
         ("search:rolouts=32", "rolouts"),
         ("search:rollouts=abc", "rollouts"),
+        ("search:rollouts=10000000000000000000000", "rollouts=10000000000000000000000 is not allowed"),
         ("random:seed=3", "seed"),
         ("search:time_limit=abc", "time_limit"),
         ("search:rollouts=4,rollouts=8", "rollouts"),
@@ -43,11 +44,46 @@ def test_a_bad_policy_exits_2_naming_the_setting(policy, named, no_games, capsys
 
 @pytest.mark.parametrize(
     "options",
-    [["--matches", "0"], ["--workers", "0"], ["--max-rounds", "0"], ["--num-players", "3"], ["--target-score", "-5"]],
+    [["--matches", "0"], ["--workers", "0"], ["--max-rounds", "0"], ["--num-players", "3"], ["--target-score", "-5"],
+     ["--seed", "-1"], ["--workers", "100000"]],
 )
 def test_bad_options_exit_2(options, no_games, capsys):
     assert main(["simple", "random", "--no-progress", *options]) == 2
-    assert capsys.readouterr().err.startswith("okgin-eval: error: ")
+    err = capsys.readouterr().err
+    assert err.startswith("okgin-eval: error: ") and err.count("\n") == 1
+
+
+def test_more_workers_than_games_are_capped_and_the_summary_says_so(monkeypatch, capsys):
+    from okgin_env import evaluate as evaluate_module
+
+    started = []
+    run = evaluate_module._run
+    monkeypatch.setattr(evaluate_module, "_run", lambda tasks, workers, *rest: started.append(workers) or run(tasks, 1, *rest))
+    assert main(["simple", "random", "--matches", "2", "--workers", "12", "--episode", "round", "--no-progress"]) == 0
+    assert started == [2]
+    assert "; 2 worker processes, one per game, not 12)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device whose writes fail: disk full)")
+def test_a_record_that_cannot_be_written_keeps_the_results(capsys):
+    """--record /dev/full: every game is played, the table printed, then one line names the failure (exit 2)."""
+    args = ["simple", "random", "--matches", "2", "--episode", "round", "--no-progress", "--record", "/dev/full"]
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert "simple vs random" in captured.out and "(2 games per pair" in captured.out
+    assert captured.err == "okgin-eval: error: cannot write game records to '/dev/full': No space left on device\n"
+
+
+def test_a_full_disk_leaves_the_old_record_file_and_the_out_files_are_still_written(tmp_path, full_disk, capsys):
+    path = tmp_path / "games.jsonl"
+    path.write_text("the old records\n")
+    args = ["simple", "random", "--matches", "2", "--episode", "round", "--no-progress", "--record", str(path),
+            "--out", str(tmp_path / "res")]  # fmt: skip
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert "simple vs random" in captured.out and f"wrote {tmp_path / 'res'}.json" in captured.out
+    assert captured.err == f"okgin-eval: error: cannot write game records to {str(path)!r}: No space left on device\n"
+    assert path.read_text() == "the old records\n" and sorted(os.listdir(tmp_path)) == ["games.jsonl", "res.csv", "res.json"]
 
 
 def test_an_unwritable_out_is_found_before_the_run(tmp_path, no_games, capsys):

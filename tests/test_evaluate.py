@@ -326,6 +326,47 @@ def test_evaluate_never_imports_training():
     assert done.returncode == 0, done.stderr
 
 
+def seeds_of(seed, matches=4):
+    tasks = make_tasks([("a", "simple"), ("b", "random")], matches, okgin_env.make_config("classic"), "match", seed)
+    return [(t.env_seed, *t.bot_seeds) for t in tasks]
+
+
+def test_seeds_below_2_32_derive_as_before_and_no_two_seeds_alias():
+    """Published results depend on the deals of seeds below 2**32; wider seeds used to alias
+    modulo 2**32 (seed 0 and 2**32 played the same deals)."""
+    assert seeds_of(0)[:2] == [(1484405855, 336614359, 1305426746), (1484405855, 655124788, 1924786124)]
+    assert seeds_of(2**32 - 1)[0] == (996212484, 454001755, 1850239782)
+    wide = [2**32, 2**32 + 1, 2**33, 2**64, 2**64 + 2**32, 2**100]
+    derived = []
+    for seed in (0, 1, 2, *wide):
+        games = seeds_of(seed, matches=40)
+        derived += [env_seed for env_seed, *_ in games[::2]] + [bot for _, *bots in games for bot in bots]  # a deal is two games
+    assert len(set(derived)) == len(derived)
+    assert all(0 <= seed < 2**31 for seed in derived)
+
+
+@pytest.mark.parametrize("seed", [-1, None, True, 1.0, "3"])
+def test_a_seed_follows_the_envs_rule(seed, monkeypatch):
+    monkeypatch.setattr("okgin_env.evaluate.play_game", lambda task: pytest.fail("a game was played"))
+    with pytest.raises(ValueError, match=r"seed=.* is not allowed.* expected a non-negative int"):
+        evaluate(["simple", "random"], matches=2, seed=seed, **QUICK)
+
+
+def test_workers_are_capped_at_the_games_and_absurd_counts_refused(monkeypatch):
+    from okgin_env import evaluate as evaluate_module
+
+    started = []
+    run = evaluate_module._run
+    monkeypatch.setattr(evaluate_module, "_run", lambda tasks, workers, *rest: started.append(workers) or run(tasks, 1, *rest))
+    results = evaluate(["simple", "random"], matches=2, workers=12, **QUICK)
+    assert started == [2] and results.settings["workers"] == 2 and results.settings["workers_requested"] == 12
+    assert "workers_requested" not in evaluate(["simple", "random"], matches=2, workers=2, **QUICK).settings
+    for workers in (0, evaluate_module.MAX_WORKERS + 1, 10**9):
+        with pytest.raises(ValueError, match=rf"workers must be an int in 1\.\.{evaluate_module.MAX_WORKERS}"):
+            evaluate(["simple", "random"], matches=2, workers=workers, **QUICK)
+    assert len(started) == 2
+
+
 def test_bad_arguments_fail_early():
     with pytest.raises(ValueError, match="unknown player"):
         evaluate(["simple", "clever"], matches=2, **QUICK)

@@ -392,6 +392,18 @@ def test_view_gives_numbers_in_their_units():
         view({"observation": observation["observation"]})
 
 
+def valid_numbers(layout, phase=Phase.DISCARD):
+    """An all-zero observation with its numeric parts valid (one-hots set, target 100); the card planes empty."""
+    s = layout.slices
+    obs = np.zeros(layout.size, dtype=np.float32)
+    obs[s["phase"].start + int(phase)] = 1.0
+    if phase is not Phase.OVER:
+        obs[s["acting_seat"].start] = 1.0
+    obs[s["seat_from_dealer"].start] = 1.0
+    obs[s["target_score"].start] = 1.0
+    return obs
+
+
 @pytest.mark.parametrize("num_players", [2, 3, 4])
 def test_view_cuts_the_card_block_into_exact_planes(num_players):
     """view() packs the whole card block at once and cuts it into planes: each plane comes back
@@ -400,26 +412,29 @@ def test_view_cuts_the_card_block_into_exact_planes(num_players):
     s = layout.slices
     rng = random.Random(num_players)
     no_action = np.zeros(107, dtype=np.int8)
+    single = ("taken_card", "discard_top", "upcard")
 
     def planes_of(v):
-        single = {"taken_card": v.taken_card, "discard_top": v.discard_top, "upcard": v.upcard}
-        masks = {"hand": v.hand, "discard_pile": v.discard_pile, **{k: 0 if c < 0 else 1 << c for k, c in single.items()}}
+        singles = {"taken_card": v.taken_card, "discard_top": v.discard_top, "upcard": v.upcard}
+        masks = {"hand": v.hand, "discard_pile": v.discard_pile, **{k: 0 if c < 0 else 1 << c for k, c in singles.items()}}
         for k in range(1, num_players):
             masks[f"opponent_{k}_known"] = v.opponent_known[k - 1]
             masks[f"opponent_{k}_passed"] = v.opponent_passed[k - 1]
         return masks
 
-    for full in layout.card_planes:  # one plane holds every card (or the single-card planes their top card)
-        obs = np.zeros(layout.size, dtype=np.float32)
-        obs[s[full]] = 1.0
+    for full in layout.card_planes:  # one plane holds every card (a single-card plane its last card), the upcard 2C
+        obs = valid_numbers(layout)
+        obs[s["upcard"].start + 1] = 1.0
+        obs[s[full]] = 1.0 if full not in single else [0.0] * 51 + [1.0]
         expected = dict.fromkeys(layout.card_planes, 0)
-        expected[full] = 1 << 51 if full in ("taken_card", "discard_top", "upcard") else (1 << 52) - 1
+        expected["upcard"] = 1 << 1
+        expected[full] = 1 << 51 if full in single else (1 << 52) - 1
         assert planes_of(view({"observation": obs, "action_mask": no_action})) == expected
     for _ in range(50):  # every plane random at once, values on both sides of 0.5
-        obs = np.zeros(layout.size, dtype=np.float32)
+        obs = valid_numbers(layout)
         expected = {}
         for name in layout.card_planes:
-            width = 1 if name in ("taken_card", "discard_top", "upcard") else rng.randrange(53)
+            width = 1 if name in single else rng.randrange(53)
             cards = rng.sample(range(52), width)
             obs[s[name].start + np.array(cards, dtype=int)] = rng.choice([1.0, 0.75])
             faint = [c for c in rng.sample(range(52), 5) if c not in cards]
@@ -428,18 +443,34 @@ def test_view_cuts_the_card_block_into_exact_planes(num_players):
         assert planes_of(view({"observation": obs, "action_mask": no_action})) == expected
 
 
-def test_view_reads_one_hots_as_argmax_and_none_when_empty():
+def test_view_reads_one_hots_and_refuses_what_is_not_one():
     layout = layout_for(3)
     s = layout.slices
-    obs = np.zeros(layout.size, dtype=np.float32)
-    obs[s["phase"].start + 2] = 1.0
-    obs[s["seat_from_dealer"].start + 1] = obs[s["seat_from_dealer"].start + 2] = 1.0  # first maximum wins
+    obs = valid_numbers(layout, Phase.DISCARD)
+    obs[s["upcard"].start] = 1.0
+    obs[s["acting_seat"]] = [0.0, 0.0, 1.0]
+    obs[s["seat_from_dealer"]] = [0.0, 1.0, 0.0]
     obs[s["target_score"].start] = 0.5
     obs[s["scores"]] = [0.5, 0.2, 0.0]
-    v = view({"observation": obs, "action_mask": np.zeros(107, dtype=np.int8)})
+    no_action = np.zeros(107, dtype=np.int8)
+    v = view({"observation": obs, "action_mask": no_action})
     assert (v.phase, v.acting_seat, v.seat_from_dealer, v.scores, v.target_score, v.legal) == (
-        Phase.DISCARD, None, 1, [25, 10, 0], 50, [])
+        Phase.DISCARD, 2, 1, [25, 10, 0], 50, [])
     assert all(type(x) is int for x in (v.seat_from_dealer, *v.scores, v.target_score, v.knock_limit, v.stock_size))
+    over = obs.copy()
+    over[s["phase"]], over[s["acting_seat"]] = [0.0, 0.0, 0.0, 1.0], 0.0
+    assert view({"observation": over, "action_mask": no_action}).acting_seat is None  # nobody acts once the round is over
+    for part, values, words in [
+        ("seat_from_dealer", [0.0, 1.0, 1.0], "exactly one 1"),
+        ("phase", [0.0, 0.0, 0.0, 0.0], "exactly one 1"),
+        ("phase", [0.0, 0.0, 0.5, 0.5], "exactly one 1"),
+        ("acting_seat", [0.0, 0.0, 0.0], "a seat is to act unless the round is over"),
+        ("acting_seat", [1.0, 0.0, 1.0], "one 1 \\(or all 0 once the round is over\\)"),
+    ]:
+        bad = obs.copy()
+        bad[s[part]] = values
+        with pytest.raises(ValueError, match=rf"^observation part '{part}': .*{words}"):
+            view({"observation": bad, "action_mask": no_action})
 
 
 @pytest.mark.parametrize("kwargs", PRESETS)
@@ -507,3 +538,86 @@ def test_view_of_state_is_the_view_of_the_encoded_observation(kwargs):
         knocks = [a for a in legal if a >= KNOCK_BASE]
         env.step(knocks[0] if knocks and rng.random() < 0.5 else legal[rng.randrange(len(legal))])
     assert over > 0 and checked >= 300 * n
+
+
+# ----------------------------------------------------------------------------- malformed observations (issue 42)
+
+
+def real_observation(num_players=2) -> dict:
+    env = okgin_env.raw_env(rules="classic" if num_players == 2 else "penalty", num_players=num_players)
+    env.reset(seed=7)
+    env.step(PASS)
+    return env.observe(env.agent_selection)
+
+
+def changed(part, value, num_players=2):
+    """A real observation dict with one slice (or the whole array, or the mask) replaced."""
+    observation = real_observation(num_players)
+    obs = observation["observation"].copy()
+    if part == "array":
+        return {**observation, "observation": value}
+    if part == "mask":
+        return {**observation, "action_mask": value}
+    obs[layout_for(num_players).slices[part]] = value
+    return {**observation, "observation": obs}
+
+
+SIZE = layout_for(2).size
+MALFORMED = [  # (part, value, the words of the error)
+    ("array", np.full(SIZE, 7.0, dtype=np.float32), "observation part 'hand': a card plane holds 0 or 1 per card, got 7.0"),
+    ("array", np.zeros((2, SIZE), dtype=np.float32), r"one flat \(1-d\) array, got an array of shape \(2, \d+\)"),
+    ("array", np.array(["1"] * SIZE), "an observation holds numbers .* got dtype <U1"),
+    ("array", np.array([None] * SIZE), "got dtype object"),
+    ("array", np.zeros(SIZE - 1, dtype=np.float32), "matches no layout"),
+    ("knock_limit", np.inf, r"observation part 'knock_limit': expected finite numbers, got \[inf\]"),
+    ("scores", [np.nan, 0.0], "observation part 'scores': expected finite numbers"),
+    ("discard_pile", -1.0, "observation part 'discard_pile': a card plane holds 0 or 1 per card, got -1.0"),
+    ("opponent_1_passed", np.inf, "observation part 'opponent_1_passed'"),
+    ("upcard", 1.0, "observation part 'upcard': exactly one card, got 52"),
+    ("upcard", 0.0, "observation part 'upcard': exactly one card, got 0"),
+    ("discard_top", 1.0, "observation part 'discard_top': at most one card, got 52"),
+    ("knock_limit", 5.0, r"observation part 'knock_limit': expected 0\.\.10 in its units, got 50"),
+    ("stock_size", -0.5, r"observation part 'stock_size': expected 0\.\.52 in its units, got -26"),
+    ("target_score", 0.0, "observation part 'target_score': expected 1..inf in its units, got 0"),
+    ("reshuffles", -1.0, "observation part 'reshuffles'"),
+    ("phase", 7.0, "observation part 'phase': expected a one-hot"),
+    ("seat_from_dealer", [1.0, 1.0], "observation part 'seat_from_dealer': expected a one-hot"),
+    ("mask", np.full(107, 7, dtype=np.int8), "action_mask holds 0 and 1, got 7 for action 0"),
+    ("mask", np.full(107, 0.5), "action_mask holds 0 and 1, got 0.5 for action 0"),
+    ("mask", np.array(["1"] * 107), "action_mask holds 0 and 1 .* got dtype <U1"),
+    ("mask", np.zeros((1, 107), dtype=np.int8), r"action_mask must have shape \(107,\)"),
+]
+
+
+@pytest.mark.parametrize(("part", "value", "words"), MALFORMED, ids=[f"{p}-{i}" for i, (p, _, _) in enumerate(MALFORMED)])
+def test_a_malformed_observation_is_one_value_error_naming_the_part(part, value, words):
+    """No OverflowError, IndexError or UFuncTypeError from inside: one ValueError saying what is wrong."""
+    observation = changed(part, value)
+    for read in [view, decode, to_text] + ([hand_from_observation] if part == "array" else []):
+        with pytest.raises(ValueError, match=words):
+            read(observation)
+
+
+def test_the_checks_accept_every_observation_of_real_games():
+    """What the env gives is never refused (every seat, every step, 2 to 4 players, rounds that end)."""
+    for num_players in (2, 3, 4):
+        env = okgin_env.raw_env(rules="classic" if num_players == 2 else "penalty", num_players=num_players)
+        env.reset(seed=num_players)
+        rng = random.Random(num_players)
+        for _ in range(600):
+            for agent in env.possible_agents:
+                observation = env.observe(agent)
+                assert view(observation).num_players == num_players and decode(observation)
+            agent = env.agent_selection
+            if env.terminations[agent] or env.truncations[agent]:
+                env.reset()
+                continue
+            env.step(rng.choice(np.flatnonzero(env.observe(agent)["action_mask"]).tolist()))
+    observation = real_observation()
+    as_float64 = {"observation": observation["observation"].astype(np.float64), "action_mask": observation["action_mask"].astype(bool)}
+    assert view(as_float64) == view(observation)  # other number types read the same
+    for dtype in (np.int64, np.uint8):
+        view({"observation": observation["observation"].astype(dtype), "action_mask": observation["action_mask"]})
+    negative_zero = observation["observation"].copy()
+    negative_zero[negative_zero == 0] = -0.0
+    assert view({**observation, "observation": negative_zero}) == view(observation)

@@ -218,3 +218,94 @@ def test_bad_cli_options_exit_2_before_the_game(options, named, monkeypatch, cap
     assert main(options) == 2
     err = capsys.readouterr().err
     assert err.startswith("okgin-play: error: ") and named in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- the record on every way out (issue 42)
+
+
+def answers_then(stop, moves=4):
+    """Input for main(): a few moves (pass the upcard, then draw or discard the example card), then ``stop()``."""
+    import re
+
+    given = []
+
+    def answer(prompt=""):
+        if len(given) >= moves:
+            return stop()  # raises, or gives the last line
+        given.append(prompt)
+        if "Take the upcard" in prompt:
+            return "p"
+        if "d = draw" in prompt:
+            return "d"
+        return re.search(r"e\.g\. (\S\S)", prompt).group(1)
+
+    return answer
+
+
+def ctrl_c():
+    raise KeyboardInterrupt
+
+
+def sigterm():
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGTERM)  # the handler main() installs raises here
+
+
+@pytest.mark.parametrize(("stop", "code"), [(ctrl_c, 130), (sigterm, 143)], ids=["ctrl-c", "sigterm"])
+def test_a_game_stopped_midway_is_still_recorded(stop, code, tmp_path, monkeypatch, capsys):
+    """docs/records.md: the record is written "also when you leave it halfway", Ctrl-C included."""
+    from okgin_env.records import read_records, replay
+
+    monkeypatch.setattr("builtins.input", answers_then(stop))
+    path = tmp_path / "stopped.jsonl"
+    assert main(["--opponent", "simple", "--seed", "3", "--record", str(path)]) == code
+    assert f"Game record written to {path}." in capsys.readouterr().out
+    (record,) = read_records(path)
+    assert not record.finished and record.rounds[-1]["outcome"] is None and len(record.rounds[-1]["actions"]) >= 4
+    replay(record)
+
+
+def test_a_game_whose_move_fails_is_still_recorded(tmp_path, monkeypatch, capsys):
+    """A terminal that fails (OSError) ends in one line, exit 2; an unexpected error is raised;
+    both after the record is written."""
+    from okgin_env.records import read_records
+
+    def terminal_gone():
+        raise OSError(5, "Input/output error")
+
+    def broken():
+        raise RuntimeError("a broken terminal")
+
+    path = tmp_path / "broken.jsonl"
+    monkeypatch.setattr("builtins.input", answers_then(terminal_gone))
+    assert main(["--opponent", "simple", "--seed", "3", "--record", str(path)]) == 2
+    assert capsys.readouterr().err == "okgin-play: error: [Errno 5] Input/output error\n"
+    (record,) = read_records(path)
+    assert not record.finished
+    path.unlink()
+    monkeypatch.setattr("builtins.input", answers_then(broken))
+    with pytest.raises(RuntimeError, match="a broken terminal"):
+        main(["--opponent", "simple", "--seed", "3", "--record", str(path)])
+    (record,) = read_records(path)
+    assert not record.finished
+
+
+def test_a_record_that_cannot_be_written_is_named_in_one_line(tmp_path, monkeypatch, full_disk, capsys):
+    """A full disk: the game is played, then one line names the failure (exit 2) and an old file is kept."""
+    path = tmp_path / "mine.jsonl"
+    path.write_text("my old games\n")
+    monkeypatch.setattr("builtins.input", answers_then(lambda: "q", moves=2))
+    assert main(["--opponent", "simple", "--seed", "3", "--record", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert "Game left." in captured.out and "Game record written" not in captured.out
+    assert captured.err == f"okgin-play: error: cannot write game records to {str(path)!r}: No space left on device\n"
+    assert path.read_text() == "my old games\n"
+    import os
+
+    if os.path.exists("/dev/full"):
+        monkeypatch.undo()
+        monkeypatch.setattr("builtins.input", answers_then(lambda: "q", moves=2))
+        assert main(["--opponent", "simple", "--seed", "3", "--record", "/dev/full"]) == 2
+        assert capsys.readouterr().err == "okgin-play: error: cannot write game records to '/dev/full': No space left on device\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 
 import numpy as np
@@ -473,3 +474,98 @@ def test_a_stopped_evaluation_writes_the_games_that_finished(tmp_path):
     assert all(r.players[r.extras["evaluation"]["a_seat"]] == "StopsLater" for r in records)
     for index, record in enumerate(records):
         replay(record, game=index)
+
+
+# ----------------------------------------------------------------------------- hostile files (issue 42)
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(("depth", "words"), [(2000, "JSON nested too deeply to read"),
+                                              (500, "field note: nests lists and objects more than 100 levels deep")])
+def test_deep_nesting_is_refused_with_the_line_named(tmp_path, classic, capsys, depth, words):
+    """A line nested 2,000 deep, or a record with an extra nested 500 deep (~1 KB): a ValueError
+    naming the file and line (the web's upload reads through it), exit 2 from the command."""
+    path = tmp_path / "deep.jsonl"
+    line = json.dumps(classic)[:-1] + ', "note": ' + nested(depth) + "}"
+    path.write_text(json.dumps(classic) + "\n" + line + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"{path}, line 2: {words}")):
+        read_records(path)
+    assert records_main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}, line 2: {words}" in err
+    deep = {**classic, "note": json.loads(nested(500))}
+    with pytest.raises(ValueError, match=r"record 1: field note: nests lists and objects more than 100"):
+        write_records(tmp_path / "out.jsonl", [classic, deep])
+    with pytest.raises(ValueError, match=r"field rounds\[0\]\.note: nests"):  # a round's own extra field too
+        GameRecord.from_dict({**classic, "rounds": [{**classic["rounds"][0], "note": json.loads(nested(500))}]})
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_number_of_more_than_4300_digits_names_the_line(tmp_path, classic):
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(classic) + "\n" + json.dumps(classic)[:-1] + ', "seed": ' + "9" * 5000 + "}\n")
+    with pytest.raises(ValueError, match=re.escape(f"{path}, line 2: a number of more than 4300 digits")):
+        read_records(path)
+
+
+def test_an_endless_or_huge_file_is_refused(tmp_path, classic, monkeypatch, capsys):
+    """/dev/zero is one endless line: refused once a line passes MAX_LINE_BYTES, not read into memory."""
+    monkeypatch.setattr("okgin_env.records.MAX_LINE_BYTES", 2**20)
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(ValueError, match=r"^/dev/zero, line 1: longer than 1,048,576 bytes, the most a record line"):
+            read_records("/dev/zero")
+        assert records_main(["/dev/zero"]) == 2 and capsys.readouterr().err.count("\n") == 1
+    path = tmp_path / "big.jsonl"
+    path.write_text((json.dumps(classic) + "\n") * 3)
+    monkeypatch.setattr("okgin_env.records.MAX_FILE_BYTES", path.stat().st_size - 1)
+    with pytest.raises(ValueError, match=r"big\.jsonl: \d[\d,]* bytes; a record file may hold at most"):
+        read_records(path)
+
+
+HAND_BUILT = [
+    (lambda r: setattr(r, "rounds", []), None, None, r"field rounds: expected a non-empty list"),
+    (lambda r: r.rounds[1].pop("actions"), 1, None, r"field rounds\[1\]\.actions: missing"),
+    (lambda r: r.rounds[0]["actions"].__setitem__(2, "1"), 0, 2, r"field rounds\[0\]\.actions\[2\]: expected an int"),
+    (lambda r: r.rounds[2]["actions"].__setitem__(4, 999), 2, 4, r"actions\[4\]: expected an int in 0\.\.106, got 999"),
+    (lambda r: setattr(r, "extras", ["not", "a", "dict"]), None, None, r"not a record"),
+]
+
+
+@pytest.mark.parametrize(("change", "round_index", "action", "words"), HAND_BUILT)
+def test_a_record_built_by_hand_is_checked_by_the_replay(classic, change, round_index, action, words):
+    """A GameRecord made without from_dict (or changed after) is checked when replayed: a
+    RecordMismatch naming game, round and action, not an IndexError, KeyError or TypeError."""
+    record = GameRecord(**{k: copy.deepcopy(v) for k, v in vars(GameRecord.from_dict(classic)).items()})
+    change(record)
+    for run in (lambda: replay(record, game=3), lambda: list(replay_steps(record, game=3))):
+        with pytest.raises(RecordMismatch, match=words) as caught:
+            run()
+        error = caught.value
+        assert (error.game_index, error.round_index, error.action_index) == (3, round_index, action)
+        assert str(error).startswith("game 3")
+
+
+def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, classic, monkeypatch):
+    """Records are written beside the file and renamed over it: a full disk changes nothing."""
+    path = tmp_path / "games.jsonl"
+    write_records(path, [classic])
+    path.chmod(0o640)
+    before = path.read_bytes()
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("okgin_env.records.os.fsync", disk_full)
+    for append in (False, True):
+        with pytest.raises(OSError, match=r"cannot write game records to .*games\.jsonl'?: No space left on device"):
+            write_records(path, [classic, classic], append=append)
+        assert path.read_bytes() == before and os.listdir(tmp_path) == ["games.jsonl"]
+    monkeypatch.undo()
+    assert write_records(path, [classic], append=True) == 1 and len(read_records(path)) == 2
+    assert path.stat().st_mode & 0o777 == 0o640  # the replaced file keeps its permissions
+    if os.path.exists("/dev/full"):  # a device is written in place, and its failure named
+        with pytest.raises(OSError, match=r"cannot write game records to '/dev/full': No space left on device"):
+            write_records("/dev/full", [classic])

@@ -479,3 +479,28 @@ def test_phase_is_read_from_the_observation():
     assert "everybody passed the upcard, so you begin by drawing from the stock" in text
     with pytest.raises(ValueError, match="everybody passed the upcard"):
         parse("take discard", env.observe("player_1"))
+
+
+# ----------------------------------------------------------------------------- malformed observations (issue 42)
+
+
+def test_a_malformed_observation_gets_one_value_error_naming_the_part():
+    """describe, parse and legal_move_names read through view(): inf, a 2-D array, strings or an
+    all-7s observation give one ValueError naming the part, not an OverflowError or IndexError."""
+    env = raw_env()
+    env.reset(seed=7)
+    observation = env.observe(env.agent_selection)
+    obs = observation["observation"]
+    knock_limit = np.zeros_like(obs)
+    knock_limit[np.arange(obs.size) == 52 * 7] = np.inf  # the first number after the seven card planes
+    cases = [
+        (obs + knock_limit, r"observation part 'knock_limit': expected finite numbers"),
+        (np.stack([obs, obs]), r"one flat \(1-d\) array, got an array of shape \(2, "),
+        (obs.astype(str), r"an observation holds numbers .*got dtype <U"),
+        (np.full_like(obs, 7.0), r"observation part 'hand': a card plane holds 0 or 1 per card, got 7\.0"),
+    ]
+    for array, words in cases:
+        bad = {**observation, "observation": array}
+        for read in (describe, legal_move_names, lambda o: parse("draw", o), TextPolicy(lambda prompt: "pass").act):
+            with pytest.raises(ValueError, match=words):
+                read(bad)

@@ -604,3 +604,14 @@ def test_a_per_game_list_of_one_bot_plays_as_the_single_opponent():
         obs_a, rew_a, term_a, _, info_a = single.step(actions)
         obs_b, rew_b, term_b, _, info_b = listed.step(actions)
         assert np.array_equal(rew_a, rew_b) and np.array_equal(term_a, term_b)
+
+
+def test_an_out_of_range_action_is_named_as_given_whatever_its_integer_type():
+    """A uint64 of 2**64 - 1 was named -1 (its int64 wrap) in the error."""
+    batch = BatchEnv(2)
+    batch.reset(seed=1)
+    for dtype, value in ((np.uint64, 2**64 - 1), (np.uint64, 2**63), (np.int64, -1), (np.uint8, 200)):
+        actions = np.array([2, value], dtype=dtype)  # game 0 passes on the upcard: legal
+        with pytest.raises(ValueError, match=rf"^game 1: action {value} \(out of range 0\.\.106\) is not legal"):
+            batch.step(actions)
+    assert all(match.round.history == [] for match in batch.matches)

@@ -1,8 +1,11 @@
-"""okgin-web without a browser: what a player is sent, the check of every move, sessions, replays, the command.
+"""okgin-web without a browser: what a player is sent, the check of every move, sessions, replays,
+the server's defences and limits, the command.
 
 The hidden-card tests play whole matches through the HTTP API (Flask's test client) and check
 every JSON answer against the true game: no card the player has never seen face up (the stock,
-the other hands) may appear in it, and its fields are only the documented ones.
+the other hands, another seat's knock discard) may appear in it, and its fields are only the
+documented ones. The defence tests play the adversary: requests from another site, bodies nested
+thousands deep, records that would replay into huge answers, idle and stalled connections.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from okgin_env.web.game import GameStore, WebGame  # noqa: E402
 from okgin_env.web.replay import ReplayStore, read_record_file  # noqa: E402
 
 STATIC = Path(server.__file__).resolve().parent / "static"
+NDJSON = "application/x-ndjson"  # the content type of a record file sent to POST /api/records
 CARD_TEXT = re.compile(r"\b[A2-9TJQK][SHDC]\b")
 #: A first deal in which the person (seat 0, the bot deals) can knock on the second turn:
 #: pass, draw QD, discard KC, then draw 2D and knock with QD (deadwood 2, limit 5).
@@ -84,8 +88,8 @@ def hidden_cards(game: WebGame) -> set[str]:
         shown = seen_by(state, game.seat)
         for mask in state.hands:
             shown |= mask
-        if state.outcome.knock_card is not None:
-            shown |= 1 << state.outcome.knock_card
+        if state.outcome.knock_card is not None and state.outcome.knocker == game.seat:
+            shown |= 1 << state.outcome.knock_card  # the person's own knock discard; another seat's stays face down
     else:
         state = game.env.round_state
         shown = seen_by(state, game.seat)
@@ -132,7 +136,7 @@ def play_through(client, games, rng: random.Random, matches: int, opponent=None,
             if answer["match_over"]:
                 break
             if answer["showdown"] is not None:
-                answer = client.post(f"/api/games/{answer['game_id']}/next").get_json()
+                answer = client.post(f"/api/games/{answer['game_id']}/next", json={}).get_json()
                 continue
             moves = answer["table"]["moves"]
             knocks = [m for m in moves if m["kind"] in ("knock", "gin")]
@@ -230,6 +234,33 @@ def test_a_knock_by_another_seat_is_logged_without_its_card():
     assert table_event(0, KNOCK_BASE + 5, card_seen=5, private=True) == {"seat": 0, "move": "knock 6S", "card": "6S"}
 
 
+def test_the_knock_discard_stays_face_down_at_the_showdown_except_to_the_knocker():
+    # The person knocks with QD: their own showdown names it, as their log does.
+    mine = WebGame("simple", seed=11, deck=QUICK_KNOCK, dealer=1)
+    for action in (PASS, DRAW_STOCK, DISCARD_BASE + card_id("KC"), DRAW_STOCK, KNOCK_BASE + card_id("QD")):
+        mine.move(action)
+    assert mine.state()["showdown"]["knock_card"] == "QD"
+    # The bot knocks (simple knocks as soon as it may): its face-down card is sent to nobody,
+    # as describe_outcome never tells it; the hands shown, the points and the kind are all there.
+    from okgin_env.text import describe_outcome
+
+    rng = random.Random(4)
+    for seed in range(40):
+        game = WebGame("simple", seed=seed)
+        while game.showdown is None:
+            moves = [m["action"] for m in game.state()["table"]["moves"] if m["kind"] not in ("knock", "gin")]
+            game.move(rng.choice(moves))
+        outcome = game.finished_round.outcome
+        if outcome.knocker == 1 and outcome.knock_card is not None:
+            break
+    else:  # pragma: no cover
+        pytest.fail("the bot never knocked")
+    showdown = game.state()["showdown"]
+    assert showdown["knocker"] == 1 and showdown["knock_card"] is None
+    assert card_str(outcome.knock_card) not in json.dumps(game.state())
+    assert card_str(outcome.knock_card) not in describe_outcome(outcome, seat=0)
+
+
 # ----------------------------------------------------------------------------- refused moves
 
 
@@ -252,7 +283,7 @@ def test_illegal_moves_are_refused_with_a_clear_message_and_change_nothing():
         assert response.status_code == 400 and '{"action": id}' in response.get_json()["error"]
     response = client.post(f"{url}/move", data="not json", content_type="application/json")
     assert response.status_code == 400 and "JSON object" in response.get_json()["error"]
-    response = client.post(f"{url}/next")
+    response = client.post(f"{url}/next", json={})
     assert response.status_code == 409 and "still being played" in response.get_json()["error"]
     assert client.get(url).get_json() == before
 
@@ -285,7 +316,9 @@ def test_unknown_games_opponents_and_pages_are_refused():
     assert response.get_json()["error"] == f"unknown opponent '/etc/passwd.pt'; choose one of: {allowed}"
     assert client.get("/api/nothing").status_code == 404 and client.get("/api/games").status_code == 405
     rebound = client.get("/api/info", headers={"Host": "attacker.example"})  # DNS rebinding
-    assert rebound.status_code == 400 and rebound.get_json()["error"] == "bad request: Host 'attacker.example' is not trusted."
+    assert rebound.status_code == 400 and rebound.get_json()["error"].startswith(
+        "bad request: Host 'attacker.example' is not trusted. Bound to a loopback address, okgin-web answers only "
+        "Host localhost or a loopback address")
     assert client.get("/api/info", headers={"Host": "127.0.0.1:8000"}).status_code == 200
 
 
@@ -333,6 +366,27 @@ def test_the_oldest_game_is_dropped_past_max_games():
     assert all(client.get(f"/api/games/{i}").status_code == 200 for i in ids[1:])
 
 
+def test_new_sessions_do_not_push_out_a_match_in_progress():
+    client, games = make_client(opponent="random", seed=1, max_games=4)
+    victim = client.post("/api/games", json={}).get_json()
+    move = victim["table"]["moves"][0]["action"]
+    assert client.post(f"/api/games/{victim['game_id']}/move", json={"action": move}).status_code == 200
+    # 70 new sessions nobody plays (a page opened again and again, a script): they push out each
+    # other, never the match in progress, however long it has been idle.
+    fresh = [client.post("/api/games", json={}).get_json()["game_id"] for _ in range(70)]
+    assert client.get(f"/api/games/{victim['game_id']}").status_code == 200 and len(games) == 4
+    assert [client.get(f"/api/games/{i}").status_code for i in fresh[-3:]] == [200, 200, 200]
+    assert client.get(f"/api/games/{fresh[0]}").status_code == 404
+    # When every kept match is in progress, the least recently used one goes.
+    for game_id in fresh[-3:]:
+        state = client.get(f"/api/games/{game_id}").get_json()
+        client.post(f"/api/games/{game_id}/move", json={"action": state["table"]["moves"][0]["action"]})
+    client.get(f"/api/games/{victim['game_id']}")  # the victim is used again: now the most recent
+    client.post("/api/games", json={})
+    assert client.get(f"/api/games/{victim['game_id']}").status_code == 200
+    assert client.get(f"/api/games/{fresh[-3]}").status_code == 404
+
+
 def test_a_seeded_store_deals_each_match_from_its_own_seed():
     first = GameStore("simple", seed=20).create().state()
     again = GameStore("simple", seed=20).create().state()
@@ -350,7 +404,7 @@ def test_bad_store_options_are_refused():
         GameStore("search:rolouts=3")
     with pytest.raises(ValueError, match="num_players=5"):
         GameStore("simple", rules="penalty", num_players=5)
-    with pytest.raises(ValueError, match="seed must be None or an int >= 0"):
+    with pytest.raises(ValueError, match="seed=-1 is not allowed; expected a non-negative int"):
         GameStore("simple", seed=-1)
     with pytest.raises(ValueError, match="max_games"):
         GameStore("simple", max_games=0)
@@ -366,8 +420,40 @@ def record_file(tmp_path_factory):
     return path
 
 
-def test_a_record_file_replays_step_by_step_with_every_hand(record_file):
-    from okgin_env.records import read_records, replay_steps
+def round_by_round(client, set_id: str, index: int) -> tuple[dict, list[dict]]:
+    """A recorded game's outline and all its frames, fetched one round at a time as the page does."""
+    response = client.get(f"/api/records/{set_id}/games/{index}")
+    assert response.status_code == 200, response.get_json()
+    outline = response.get_json()
+    frames = []
+    for entry in outline["rounds"]:
+        answer = client.get(f"/api/records/{set_id}/games/{index}/rounds/{entry['round']}").get_json()
+        assert answer["round"] == entry["round"] and len(answer["frames"]) == entry["steps"]
+        frames += answer["frames"]
+    return outline, frames
+
+
+def check_frames_against_replay(frames: list[dict], record) -> None:
+    from okgin_env.records import replay_steps
+    from okgin_env.web.payload import showdown
+
+    steps = list(replay_steps(record))
+    assert len(frames) == len(steps)
+    n = len(record.players)
+    for frame, step in zip(frames, steps):
+        assert (frame["round"], frame["step"], frame["seat"]) == (step.round_index, step.step_index, step.seat)
+        held = [sorted(c for part in hand["melds"] for c in part) + hand["deadwood_cards"] for hand in frame["hands"]]
+        assert [sorted(h) for h in held] == [sorted(card_str(c) for c in step.state.hand(s)) for s in range(n)]
+        assert frame["discard_pile"] == [card_str(c) for c in step.state.discard_pile]
+        assert frame["stock_size"] == len(step.state.stock) and frame["scores"] == step.scores_before
+        if step.outcome is None:
+            assert frame["showdown"] is None
+        else:
+            assert frame["showdown"] == showdown(step.outcome, record.rounds[step.round_index]["scores_after"])
+
+
+def test_a_record_file_replays_round_by_round_with_every_hand(record_file):
+    from okgin_env.records import read_records
 
     records = ReplayStore()
     records.add("games.jsonl", read_record_file(record_file), set_id="records")
@@ -375,35 +461,122 @@ def test_a_record_file_replays_step_by_step_with_every_hand(record_file):
     info = client.get("/api/info").get_json()
     (listed,) = info["records"]
     assert listed["id"] == "records" and [g["players"] for g in listed["games"]] == [["simple", "random"], ["random", "simple"]]
-    game = client.get("/api/records/records/games/1").get_json()
     record = read_records(record_file)[1]
-    steps = list(replay_steps(record))
-    assert len(game["frames"]) == len(steps) and len(game["round_starts"]) == len(record.rounds)
-    for frame, step in zip(game["frames"], steps):
-        held = [sorted(c for part in hand["melds"] for c in part) + hand["deadwood_cards"] for hand in frame["hands"]]
-        assert [sorted(h) for h in held] == [sorted(card_str(c) for c in step.state.hand(s)) for s in range(2)]
-        assert frame["stock_size"] == len(step.state.stock) and frame["scores"] == step.scores_before
-    ends = [f for f in game["frames"] if f["showdown"] is not None]
+    assert listed["games"][1]["actions"] == sum(len(entry["actions"]) for entry in record.rounds)
+    outline, frames = round_by_round(client, "records", 1)
+    assert outline["players"] == ["random", "simple"] and outline["scores"] == record.scores
+    assert [r["steps"] for r in outline["rounds"]] == [len(entry["actions"]) + 1 for entry in record.rounds]
+    assert [r["scores_after"] for r in outline["rounds"]] == [entry["scores_after"] for entry in record.rounds]
+    check_frames_against_replay(frames, record)
+    ends = [f for f in frames if f["showdown"] is not None]
     assert len(ends) == len(record.rounds) and ends[-1]["showdown"]["scores_after"] == record.scores
-    assert game["frames"][0]["move"] is None and game["frames"][1]["move"] in ("take discard", "pass")
+    assert frames[0]["move"] is None and frames[1]["move"] in ("take discard", "pass")
     assert client.get("/api/records/records/games/2").status_code == 404
+    last = len(record.rounds)
+    missing = client.get(f"/api/records/records/games/1/rounds/{last}")
+    assert missing.status_code == 404 and f"it holds rounds 0..{last - 1}" in missing.get_json()["error"]
+
+
+def drawn_record(rounds: int, rules: str = "classic", num_players: int | None = None, seed: int = 1):
+    """A valid record of ``rounds`` drawn rounds: random players who never knock (the stock runs out)."""
+    from okgin_env.env import raw_env
+    from okgin_env.records import game_record
+
+    env = raw_env(rules=rules, num_players=num_players, max_rounds=rounds)
+    env.reset(seed=seed)
+    rng = random.Random(seed)
+    played = [env.round_state]
+    while not (all(env.terminations.values()) or any(env.truncations.values())):
+        state = env.round_state
+        env.step(rng.choice([a for a in state.legal_actions() if a < KNOCK_BASE]))
+        if env.round_state is not played[-1] and not (all(env.terminations.values()) or any(env.truncations.values())):
+            played.append(env.round_state)
+    assert len(played) == rounds and all(state.outcome.kind == "draw" for state in played)
+    names = [f"never-knocks-{s}" for s in range(env.config.num_players)]
+    return game_record(env.config, names, played, list(env.match.scores), max_rounds=rounds, truncated=True)
+
+
+def upload(client, records, name: str = "games.jsonl", **headers):
+    text = "".join(json.dumps(r.to_dict()) + "\n" for r in records)
+    return client.post(f"/api/records?name={name}", data=text, content_type=NDJSON, headers=headers), len(text)
+
+
+def test_a_round_whose_stock_was_reshuffled_replays_from_its_own_deal():
+    record = drawn_record(3, rules="penalty", num_players=3)
+    assert any(entry.get("reshuffles") for entry in record.rounds)
+    records = ReplayStore()
+    records.add("penalty.jsonl", [record], set_id="records")
+    client = server.create_app(GameStore("simple"), records).test_client()
+    _, frames = round_by_round(client, "records", 0)
+    check_frames_against_replay(frames, record)
+
+
+def test_a_long_recorded_game_is_sent_a_round_at_a_time_and_nothing_is_kept(monkeypatch):
+    # The adversary's upload: one valid game of drawn rounds (each ~65 steps, four full hands a
+    # step). Sent whole as frames it was ~70 times its size; now the game's answer is its outline,
+    # smaller than the upload, and each round's answer is bounded by MAX_ROUND_ACTIONS.
+    from okgin_env.web import replay
+
+    record = drawn_record(30)
+    records = ReplayStore()
+    client = server.create_app(GameStore("simple"), records).test_client()
+    response, size = upload(client, [record], "drawn.jsonl")
+    assert response.status_code == 201
+    set_id = response.get_json()["id"]
+    outline = client.get(f"/api/records/{set_id}/games/0")
+    assert outline.status_code == 200 and "frames" not in outline.get_json()
+    assert len(outline.data) < size / 4
+    largest = max(len(client.get(f"/api/records/{set_id}/games/0/rounds/{r}").data) for r in range(30))
+    assert largest < 100_000  # ~65 frames; MAX_ROUND_ACTIONS + 1 frames at most
+    record_set = records.get(set_id)
+    assert record_set.size_bytes < size and not [name for name in vars(record_set) if "frame" in name]
+    # Past the limits a game is refused whole, saying which limit and how to check it anyway.
+    monkeypatch.setattr(replay, "MAX_GAME_ACTIONS", 1_000)
+    refused = client.get(f"/api/records/{set_id}/games/0/rounds/29")
+    assert refused.status_code == 422
+    actions = sum(len(entry["actions"]) for entry in record.rounds)
+    assert refused.get_json()["error"] == (
+        f"drawn.jsonl: game 0 holds {actions:,} recorded actions: okgin-web replays games of at most 1,000 "
+        "recorded actions and rounds of at most 2,000; python -m okgin_env.records FILE checks a longer one")
+    monkeypatch.setattr(replay, "MAX_GAME_ACTIONS", 100_000)
+    monkeypatch.setattr(replay, "MAX_ROUND_ACTIONS", 10)
+    refused = client.get(f"/api/records/{set_id}/games/0")
+    assert refused.status_code == 422 and "drawn.jsonl: game 0, round 0 holds" in refused.get_json()["error"]
+
+
+def test_uploads_are_kept_within_a_byte_budget_and_the_startup_file_stays(record_file):
+    loaded = read_record_file(record_file)
+    one = len(json.dumps(loaded[0].to_dict()))  # an upload of that game is kept as this line, as sent
+    records = ReplayStore(max_sets=16, max_bytes=3 * one)
+    records.add("games.jsonl", loaded, set_id="records")
+    client = server.create_app(GameStore("simple"), records).test_client()
+    ids = [upload(client, loaded[:1], f"up{k}.jsonl")[0].get_json()["id"] for k in range(5)]
+    assert records.uploaded_bytes() <= 3 * one and len(records) == 4  # the start-up file and the last 3 uploads
+    assert client.get(f"/api/records/{ids[0]}/games/0").status_code == 404
+    assert all(client.get(f"/api/records/{i}/games/0").status_code == 200 for i in ids[-3:])
+    assert client.get("/api/records/records/games/1").status_code == 200
+    # Viewing keeps an upload: the least recently used one goes first.
+    client.get(f"/api/records/{ids[2]}/games/0")
+    upload(client, loaded[:1], "up5.jsonl")
+    assert client.get(f"/api/records/{ids[2]}/games/0").status_code == 200
+    assert client.get(f"/api/records/{ids[3]}/games/0").status_code == 404
 
 
 def test_an_uploaded_record_file_is_read_and_a_bad_one_is_refused_by_line(record_file):
     client = server.create_app(GameStore("simple")).test_client()
     text = record_file.read_text(encoding="utf-8")
-    response = client.post("/api/records?name=mine.jsonl", data=text, content_type="text/plain")
+    response = client.post("/api/records?name=mine.jsonl", data=text, content_type=NDJSON)
     assert response.status_code == 201
     summary = response.get_json()
     assert summary["name"] == "mine.jsonl" and len(summary["games"]) == 2
     assert client.get(f"/api/records/{summary['id']}/games/0").status_code == 200
     assert client.get("/api/info").get_json()["records"] == []  # uploads are not listed to other pages
     lines = text.splitlines()
-    response = client.post("/api/records?name=bad.jsonl", data=lines[0] + "\n{not json\n")
+    response = client.post("/api/records?name=bad.jsonl", data=lines[0] + "\n{not json\n", content_type=NDJSON)
     assert response.status_code == 400
     assert response.get_json()["error"].startswith("cannot read bad.jsonl: bad.jsonl, line 2: not valid JSON")
-    assert client.post("/api/records", data="").status_code == 400
-    assert client.post("/api/records", data=b"\xff\xfe").status_code == 400
+    assert client.post("/api/records", data="", content_type=NDJSON).status_code == 400
+    assert client.post("/api/records", data=b"\xff\xfe", content_type=NDJSON).status_code == 400
 
 
 def test_a_record_that_does_not_replay_names_the_game_round_and_action(record_file):
@@ -418,6 +591,177 @@ def test_a_record_that_does_not_replay_names_the_game_round_and_action(record_fi
     response = client.get("/api/records/records/games/0")
     assert response.status_code == 422
     assert response.get_json()["error"].startswith("broken.jsonl: game 0, round 0, action 0: action 0 (draw stock) is not legal")
+
+
+# ----------------------------------------------------------------------------- the server's defences
+
+
+def test_requests_from_another_site_are_refused_and_change_nothing(record_file):
+    games = GameStore("random", seed=1)
+    records = ReplayStore()
+    client = server.create_app(games, records).test_client()  # its Host: localhost
+    text = record_file.read_text(encoding="utf-8")
+    evil = {"Origin": "http://evil.example"}
+    own = "okgin-web answers its API only to its own page, http://localhost/"
+    # A cross-site "simple request" (no preflight): a POST with no body, a form post, text/plain.
+    response = client.post("/api/games", headers=evil)
+    assert response.status_code == 403
+    assert response.get_json()["error"] == f"cross-site request refused (Origin http://evil.example): {own}"
+    assert client.post("/api/games", data="opponent=simple", content_type="application/x-www-form-urlencoded",
+                       headers=evil).status_code == 403
+    assert client.post("/api/records", data=text, content_type="text/plain", headers=evil).status_code == 403
+    for site in ("cross-site", "same-site"):  # same-site: another port or subdomain of this host
+        response = client.post("/api/games", json={}, headers={"Sec-Fetch-Site": site})
+        assert response.status_code == 403 and response.get_json()["error"] == (
+            f"cross-site request refused (Sec-Fetch-Site: {site}): {own}")
+    assert client.get("/api/info", headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    # Without a JSON content type (which a page elsewhere cannot send without a preflight) nothing is written.
+    response = client.post("/api/games")
+    assert response.status_code == 415 and response.get_json()["error"] == (
+        "send the body as JSON with Content-Type: application/json (an empty body is {}); got Content-Type none")
+    assert client.post("/api/games", data="{}", content_type="text/plain").status_code == 415
+    response = client.post("/api/records", data=text, content_type="text/plain")
+    assert response.status_code == 415 and response.get_json()["error"] == (
+        "send the record file's text with Content-Type: application/x-ndjson (or application/jsonl, "
+        "application/json); got Content-Type 'text/plain'")
+    assert len(games) == 0 and len(records) == 0
+    # The page itself: same origin. A page may be opened from a link elsewhere (not the API).
+    page = {"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"}
+    assert client.post("/api/games", json={}, headers=page).status_code == 201
+    assert upload(client, read_record_file(record_file), **page)[0].status_code == 201
+    assert client.get("/", headers={"Sec-Fetch-Site": "cross-site"}).status_code == 200
+    assert len(games) == 1 and len(records) == 1
+
+
+def test_a_body_nested_thousands_deep_or_too_large_is_refused_in_json():
+    client, games = make_client(opponent="random", seed=1)
+    answer = client.post("/api/games", json={}).get_json()
+    url = f"/api/games/{answer['game_id']}"
+    nested_message = 'the JSON body is nested too deeply; send a flat JSON object, e.g. {"action": 3}'
+    for deep in ("[" * 5000 + "]" * 5000, '{"action":' * 5000 + "1" + "}" * 5000):
+        response = client.post(f"{url}/move", data=deep, content_type="application/json")
+        assert response.status_code == 400 and response.get_json() == {"error": nested_message}
+    for echoed in ({"action": "x" * 50_000}, {"action": json.loads("[" * 800 + "]" * 800)}):
+        response = client.post(f"{url}/move", json=echoed)  # the message quotes it, cut short
+        assert response.status_code == 400 and len(response.get_json()["error"]) < 300
+    response = client.post("/api/games", json={"opponent": "y" * 50_000})
+    assert response.status_code == 400 and len(response.get_json()["error"]) < 400
+    response = client.post(f"{url}/move", data=b"\x81\x82", content_type="application/json")
+    assert response.status_code == 400 and "not valid JSON" in response.get_json()["error"]
+    response = client.post(f"{url}/move", json={"action": 1, "pad": "x" * 70_000})
+    assert response.status_code == 413 and response.get_json() == {
+        "error": "the request body is larger than 64 KiB, the most okgin-web reads"}
+    assert client.get(url).get_json() == answer
+
+
+def test_a_record_line_nested_thousands_deep_is_refused_naming_the_problem():
+    client = server.create_app(GameStore("simple")).test_client()
+    line = '{"format": "okgin.game", "version": 1, "deep": ' + "[" * 5000 + "]" * 5000 + "}\n"
+    response = client.post("/api/records?name=deep.jsonl", data=line, content_type=NDJSON)
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith("cannot read deep.jsonl: deep.jsonl")
+    assert "nested too deeply" in response.get_json()["error"]
+
+
+@pytest.mark.parametrize("host, host_header", [("::1", "[::1]:8000"), ("127.0.0.2", "127.0.0.2:8000"),
+                                               ("localhost", "localhost:8000"), ("127.0.0.1", "127.0.0.3")])
+def test_a_loopback_server_answers_its_own_address_and_no_other_name(host, host_header):
+    client = server.create_app(GameStore("simple"), host=host).test_client()
+    assert client.get("/api/info", headers={"Host": host_header}).status_code == 200
+    for other in ("attacker.example", "attacker.example:8000", "10.0.0.1:8000", "[fe80::1]:8000"):
+        response = client.get("/api/info", headers={"Host": other})
+        assert response.status_code == 400 and f"Host '{other}' is not trusted" in response.get_json()["error"]
+    anywhere = server.create_app(GameStore("simple"), host="0.0.0.0").test_client()  # bound to every address
+    assert anywhere.get("/api/info", headers={"Host": "attacker.example"}).status_code == 200
+
+
+def test_every_answer_forbids_framing_and_api_answers_are_not_cached():
+    client, _ = make_client()
+    for path in ("/", "/static/app.js", "/api/info", "/api/nothing"):
+        headers = client.get(path).headers
+        assert headers["X-Frame-Options"] == "DENY", path
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"], path
+        assert "default-src 'self'" in headers["Content-Security-Policy"], path
+        assert headers["X-Content-Type-Options"] == "nosniff" and headers["Cross-Origin-Resource-Policy"] == "same-origin"
+    assert client.get("/api/info").headers["Cache-Control"] == "no-store"
+
+
+def start_command(*argv: str) -> tuple[subprocess.Popen, str]:
+    """``okgin-web ARGV`` in a child process, and the address it prints."""
+    process = subprocess.Popen([sys.executable, "-m", "okgin_env.web.server", *argv],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    match = re.search(r"serving on (http://\S+/)", line)
+    if not match:
+        process.kill()
+        raise AssertionError(line + process.stderr.read())
+    return process, match.group(1)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        process.kill()
+        process.wait(timeout=30)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc (Linux)")
+def test_idle_connections_hold_no_thread_and_do_not_lock_others_out():
+    import socket
+    import urllib.request
+
+    process, url = start_command("--port", "0", "--opponent", "random")
+    idle = []
+    try:
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        with urllib.request.urlopen(url + "api/info", timeout=30) as response:  # the workers have started
+            assert response.status == 200
+        threads_before = len(list(Path(f"/proc/{process.pid}/task").iterdir()))
+        for k in range(300):
+            connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+            if k % 2:  # half send a request line and headers, then nothing: a body that never arrives
+                connection.sendall(b"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                   b"Content-Length: 100\r\n\r\n{")
+            idle.append(connection)
+        with urllib.request.urlopen(url + "api/info", timeout=10) as response:
+            assert response.status == 200
+        threads_after = len(list(Path(f"/proc/{process.pid}/task").iterdir()))
+        assert threads_after <= threads_before + 1, (threads_before, threads_after)
+    finally:
+        for connection in idle:
+            connection.close()
+        stop(process)
+
+
+def test_a_stalled_request_is_cut_off_after_the_read_timeout_and_holds_no_worker():
+    import socket
+    import time
+    import urllib.request
+
+    app = server.create_app(GameStore("random", seed=1))
+    srv = server.make_server(app, "127.0.0.1", 0, threads=2, read_timeout=2)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    try:
+        port = server.listening_address(srv)[1]
+        stalled = []
+        for _ in range(4):  # twice as many as there are workers
+            connection = socket.create_connection(("127.0.0.1", port), timeout=15)
+            connection.sendall(b"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 100\r\n\r\n{")
+            stalled.append(connection)
+        started = time.monotonic()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/info", timeout=5) as response:
+            assert response.status == 200  # the workers are free: a stalled body is read by no worker
+        for connection in stalled:
+            assert connection.recv(1024) == b""  # closed by the server, with no answer
+            connection.close()
+        assert time.monotonic() - started < 10
+    finally:
+        srv.close()
+        thread.join(timeout=10)
 
 
 # ----------------------------------------------------------------------------- the page and the command
@@ -437,7 +781,7 @@ def test_the_page_is_served_and_loads_nothing_from_elsewhere():
 
 def test_the_core_package_does_not_import_flask():
     code = ("import sys, okgin_env, okgin_env.web, okgin_env.web.game, okgin_env.web.replay, okgin_env.web.payload\n"
-            "print('flask' in sys.modules)")
+            "print('flask' in sys.modules or 'waitress' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "False"
 
@@ -476,6 +820,33 @@ def test_a_port_in_use_exits_2(capsys):
     assert f"okgin-web: error: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
+def test_an_address_that_is_not_one_exits_2_with_one_line(capsys):
+    assert server.main(["--host", "999.1.1.1", "--port", "0"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ("okgin-web: error: cannot listen on 999.1.1.1:0: not an address, or a name that does not "
+                            "resolve; --host takes an address of this machine, e.g. 127.0.0.1, ::1 or 0.0.0.0\n")
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "::1"])
+def test_the_command_answers_on_any_loopback_address_it_is_given(host):
+    import socket
+    import urllib.request
+
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.bind((host, 0))
+    except OSError:  # pragma: no cover
+        pytest.skip(f"{host} is not available here")
+    process, url = start_command("--host", host, "--port", "0", "--opponent", "random")
+    try:
+        assert url.startswith(f"http://[{host}]:" if ":" in host else f"http://{host}:")
+        with urllib.request.urlopen(url + "api/info", timeout=30) as response:
+            assert json.load(response)["default_opponent"] == "random"
+    finally:
+        stop(process)
+
+
 def test_a_bad_record_file_exits_2_naming_the_line(tmp_path, capsys):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"format": "okgin.game", "version": 9}\n', encoding="utf-8")
@@ -487,6 +858,10 @@ def test_without_flask_the_command_says_which_extra_to_install(monkeypatch, caps
     monkeypatch.setitem(sys.modules, "flask", None)  # import flask now raises ImportError
     assert server.main([]) == 2
     assert "pip install okgin[web]" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "flask", flask)
+    monkeypatch.setitem(sys.modules, "waitress.server", None)
+    assert server.main([]) == 2
+    assert "okgin-web needs Flask and Waitress: pip install okgin[web]" in capsys.readouterr().err
 
 
 def test_the_command_serves_the_page_on_loopback(tmp_path, record_file):

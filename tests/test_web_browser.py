@@ -2,15 +2,18 @@
 
 One whole round from a fixed deal (start, pass, draw, discard, draw, knock, showdown, next round),
 an illegal move refused on the page, and a replay (step forward and back, jump to a round, all
-hands visible, a file chosen in the page). Marked ``browser`` (CI: ``pytest -m browser``);
-skipped when chromium or Playwright is missing. The screenshots go to a temporary folder, or to
-``$OKGIN_SCREENSHOTS`` (``OKGIN_SCREENSHOTS=docs python -m pytest -m browser
-tests/test_web_browser.py`` makes the pictures of docs/web.md).
+hands visible, a file chosen in the page). The page runs under the server's Content-Security-Policy,
+which allows no ``eval``: the tests wait with Playwright's ``expect``, never with a JavaScript
+string (``wait_for_function``), and a CSP violation is a console error that fails the test.
+Marked ``browser`` (CI: ``pytest -m browser``); skipped when chromium or Playwright is missing.
+The screenshots go to a temporary folder, or to ``$OKGIN_SCREENSHOTS`` (``OKGIN_SCREENSHOTS=docs
+python -m pytest -m browser tests/test_web_browser.py`` makes the pictures of docs/web.md).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -34,6 +37,8 @@ from okgin_env.web.replay import ReplayStore, read_record_file  # noqa: E402
 from okgin_env.web.server import create_app  # noqa: E402
 
 TIMEOUT_MS = 20_000
+expect = sync_api.expect
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +125,7 @@ def test_a_whole_round_in_the_browser(page, site, shots):
     page.wait_for_selector('#moves button[data-name="discard KC"]')
     assert page.locator("#hand .card").count() == 11 and "You: draw stock (QD)" in page.text_content("#log")
     click_move(page, "discard KC")
-    page.wait_for_function("document.querySelector('#log').textContent.includes('simple: discard')")
+    expect(page.locator("#log")).to_contain_text("simple: discard")
     assert "simple: draw stock" in page.text_content("#log")
     click_move(page, "draw stock")
     knock = page.locator('#moves button[data-name="knock QD"]')
@@ -192,8 +197,8 @@ def test_a_recorded_game_step_by_step(page, site, record_file, shots):
 
     # A file chosen in the page is uploaded and shown the same way.
     page.set_input_files("#record-file", str(record_file))
-    page.wait_for_function("document.querySelector('#step-info').textContent.startsWith('Round 1 of')")
+    expect(page.locator("#step-info")).to_have_text(re.compile(r"^Round 1 of"))
     assert page.locator("#replay-game option").count() == 2
     page.select_option("#replay-game", index=1)
-    page.wait_for_function("document.querySelector('#replay-game').value === '1'")
+    expect(page.locator("#replay-game")).to_have_value("1")
     assert page.locator("#replay-seats .seat").count() == 2

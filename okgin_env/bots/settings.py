@@ -6,12 +6,18 @@ that callers such as ``okgin_env.evaluate`` may pass it to every bot). ``search`
 fields of ``SearchSettings`` and ``lookahead`` those of ``LookaheadSettings``. An unknown name, a wrong type or a value out of range raises a
 ValueError that names the setting, says what it expects and lists that bot's settings, also for a
 value that arrives as text from a command line (``search:rollouts=abc``).
+
+Every number has a range, declared once with its field (``_setting``): a lower bound and an upper
+one, so that an absurd budget (``search:rollouts=10000000000000000000000``) is refused when the
+bot is made instead of running for ever.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import reprlib
+import sys
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
@@ -41,9 +47,12 @@ def unknown_settings_error(bot: str, unknown: list[str], allowed: list[str], all
 
 
 def _setting(default: Any, kind: type, *, low: float | None = None, above: float | None = None,
-             choices: tuple = (), optional: bool = False) -> Any:  # fmt: skip
-    """A field of a settings dataclass with its type and range (``low`` inclusive, ``above`` exclusive)."""
-    metadata = {"kind": kind, "low": low, "above": above, "choices": choices, "optional": optional}
+             high: float | None = None, choices: tuple = (), optional: bool = False) -> Any:  # fmt: skip
+    """A field of a settings dataclass with its type and range (``low`` or ``above``: the lower bound,
+    inclusive or exclusive; ``high``: the upper bound, inclusive, which every number has)."""
+    if kind in (int, float) and (high is None or (low is None and above is None)):
+        raise TypeError("a numeric bot setting declares its whole range: low or above, and high")
+    metadata = {"kind": kind, "low": low, "above": above, "high": high, "choices": choices, "optional": optional}
     return field(default=default, metadata=metadata)
 
 
@@ -56,9 +65,9 @@ def _expected(meta: dict) -> str:
     else:
         text = "an int" if kind is int else "a number"
         if meta["low"] is not None:
-            text += f" >= {meta['low']}"
-        if meta["above"] is not None:
-            text += f" > {meta['above']}"
+            text += f" in {meta['low']}..{meta['high']}"
+        else:
+            text += f" > {meta['above']} and <= {meta['high']}"
     return text + (", or None" if meta["optional"] else "")
 
 
@@ -74,16 +83,27 @@ def _checked(name: str, value: Any, meta: dict) -> Any:
         ok = False
     elif kind is int:
         ok = isinstance(value, (int, np.integer))
-    elif kind is float:
-        ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
+    elif kind is float:  # an int too large for a float is out of range, not an OverflowError
+        ok = isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
     elif kind is str:
         ok = value in meta["choices"]
-    if ok and value is not None and kind in (int, float):
-        number = kind(value)
-        ok = (meta["low"] is None or number >= meta["low"]) and (meta["above"] is None or number > meta["above"])
+    if ok and value is not None and kind in (int, float):  # compared as given: exact for any int
+        ok = (
+            (meta["low"] is None or value >= meta["low"])
+            and (meta["above"] is None or value > meta["above"])
+            and value <= meta["high"]
+        )
     if not ok:
-        raise ValueError(f"{name}={value!r} is not allowed; expected {_expected(meta)}")
+        raise ValueError(f"{name}={_shown(value)} is not allowed; expected {_expected(meta)}")
     return kind(value) if value is not None else None
+
+
+def _shown(value: Any) -> str:
+    """A refused value as the message shows it: at most a line (a setting may arrive as any text)."""
+    try:
+        return reprlib.repr(value)
+    except ValueError:  # an int too long for Python to turn into text
+        return f"an int of more than {sys.get_int_max_str_digits()} digits"
 
 
 class _BotSettings:
@@ -123,31 +143,31 @@ class SearchSettings(_BotSettings):
     bot = "search"
 
     #: Playouts per decision, spread over the candidate actions (reproducible for a seed).
-    rollouts: int = _setting(480, int, low=1)
+    rollouts: int = _setting(480, int, low=1, high=10_000_000)
     #: Plain discards searched: those leaving the least deadwood.
-    max_discards: int = _setting(4, int, low=1)
+    max_discards: int = _setting(4, int, low=1, high=52)
     #: Knocks searched: those leaving the least deadwood.
-    max_knocks: int = _setting(2, int, low=0)
+    max_knocks: int = _setting(2, int, low=0, high=52)
     #: Seconds per decision; the search stops sampling when they are spent (None: no limit, reproducible).
-    time_limit: float | None = _setting(None, float, above=0, optional=True)
+    time_limit: float | None = _setting(None, float, above=0, high=3600, optional=True)
     #: How unseen cards are dealt to the opponents: "greedy" (hands that kept their best cards) or "uniform".
     opponent_model: str = _setting("greedy", str, choices=("greedy", "uniform"))
     #: Greedy model: turns played per sampled hand, as a fraction of the turns the opponent has had.
-    model_scale: float = _setting(0.5, float, low=0)
+    model_scale: float = _setting(0.5, float, low=0, high=100)
     #: Greedy model: at most this many turns per sampled hand.
-    max_model_draws: int = _setting(12, int, low=0)
+    max_model_draws: int = _setting(12, int, low=0, high=1000)
     #: Improve the previous player's hand until the card they just threw is one of its best discards.
     infer_discard: bool = _setting(True, bool)
     #: ``infer_discard``: at most this many extra greedy turns.
-    max_repair: int = _setting(12, int, low=0)
+    max_repair: int = _setting(12, int, low=0, high=1000)
     #: Points added to the value of the action ``simple`` would play.
-    default_bonus: float = _setting(1.0, float)
+    default_bonus: float = _setting(1.0, float, low=-1000, high=1000)
     #: Draws of the previous player's hand while it could have knocked (1: no redraw).
-    max_resamples: int = _setting(1, int, low=1)
+    max_resamples: int = _setting(1, int, low=1, high=1000)
     #: Give every card an opponent took from the pile a meld in their sampled hand.
     infer_takes: bool = _setting(True, bool)
     #: Samples drawn per determinization, keeping the one most consistent with what the opponents did.
-    consistency_tries: int = _setting(8, int, low=1)
+    consistency_tries: int = _setting(8, int, low=1, high=1000)
 
 
 @dataclass(frozen=True)
@@ -157,13 +177,13 @@ class LookaheadSettings(_BotSettings):
     bot = "lookahead"
 
     #: Points of mean deadwood that a certain knock after the next stock draw is worth, when a discard is chosen.
-    knock_weight: float = _setting(100.0, float, low=0)
+    knock_weight: float = _setting(100.0, float, low=0, high=10_000)
     #: Take a face-up card that allows no knock only if it leaves more than this many points less
     #: deadwood than a stock draw leaves on average.
-    take_margin: float = _setting(3.0, float)
+    take_margin: float = _setting(3.0, float, low=-1000, high=1000)
     #: With a knock (not gin) legal, discard instead when some discard leaves a hand that goes gin on at
     #: least this share of the next draws (None: always knock).
-    hold_for_gin: float | None = _setting(0.03, float, low=0, optional=True)
+    hold_for_gin: float | None = _setting(0.03, float, low=0, high=1, optional=True)
 
 
 SEARCH_SETTING_NAMES = SearchSettings.names()

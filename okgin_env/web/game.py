@@ -11,18 +11,24 @@ What the person is sent (``WebGame.state()``) is built from their own observatio
 the dealer, the cards each seat holds (a count), the round number, the match totals, the moves
 made at the table this round as the table saw them (a card drawn from the stock is named only to
 the one who drew it; a knock discard is face down), and, once a round is over, its showdown
-(``RoundOutcome``: every hand is laid out then). Never the stock, never another hand during play.
+(``RoundOutcome``: every hand is laid out then, but the knock discard stays face down: only the
+knocker is sent it, as ``describe_outcome`` never tells it). Never the stock, never another hand
+during play.
 
 Every move is checked here against the legal actions of the person's observation: a move that
 is no action id, one that is not legal now, one made during a showdown or after the match is a
 ``GameError`` with an HTTP status (400 or 409) and a message naming the legal moves.
 
-``GameStore`` keeps many games at once, each under a random session id, with a lock per game;
-past ``max_games`` the least recently used game is dropped.
+``GameStore`` keeps many games at once, each under a random session id, with a lock per game.
+Past ``max_games`` a game is dropped to make room, least recently used first among those nobody is
+playing (never moved in, or over); a match in progress goes only when every kept game is one, so
+that a burst of new sessions (a script, a page opened many times) cannot push out a match that a
+person is playing while idle ones remain.
 """
 
 from __future__ import annotations
 
+import reprlib
 import secrets
 import threading
 from collections import OrderedDict
@@ -34,11 +40,18 @@ from ..players import check_player, make_player, player_label
 from ..observation import view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
 from ..rules.cards import from_mask
-from ..rules.config import is_int
+from ..rules.config import check_seed, is_int
 from ..rules.round import RoundState
 from . import payload
 
 DEFAULT_MAX_GAMES = 64
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 3
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short: what a message echoes of a request (a long or deeply nested value)."""
+    return _SHORT.repr(value)
 
 
 class GameError(ValueError):
@@ -95,6 +108,9 @@ class WebGame:
         self.log: list[dict[str, Any]] = []
         self.showdown: dict[str, Any] | None = None
         self.finished_round: RoundState | None = None  # the round whose showdown is held (server side only)
+        # The person has moved and the match goes on: kept before idle games (GameStore); set under
+        # ``lock``, read without it (a plain attribute).
+        self.in_progress = False
         self._advance()
 
     # ------------------------------------------------------------------ the match
@@ -107,7 +123,7 @@ class WebGame:
         """Play the person's move (an action id) and let the table play until the person's next turn."""
         legal = self._legal()
         if not is_int(action) or not 0 <= action < NUM_ACTIONS:
-            raise GameError(f"a move is an action id (an int in 0..{NUM_ACTIONS - 1}), got {action!r}; "
+            raise GameError(f"a move is an action id (an int in 0..{NUM_ACTIONS - 1}), got {shown(action)}; "
                             f"legal now: {_names(legal)}", status=400)
         if not legal:
             raise GameError(self._why_no_move())
@@ -115,6 +131,7 @@ class WebGame:
             raise GameError(f"move {action} ({action_str(int(action))}) is not legal now; legal: {_names(legal)}")
         self._play(int(action))
         self._advance()
+        self.in_progress = not self.match_over
 
     def next_round(self) -> None:
         """Leave the showdown: the next round's first moves are played up to the person's turn."""
@@ -127,6 +144,7 @@ class WebGame:
         self.log = []
         self.round_number += 1
         self._advance()
+        self.in_progress = not self.match_over
 
     def _legal(self) -> list[int]:
         if self.match_over or self.showdown is not None or self.env.agent_selection != self.human:
@@ -173,7 +191,7 @@ class WebGame:
         self.log.append(payload.table_event(seat, action, card_seen=seen, private=mine))
         if ended:
             assert outcome is not None
-            self.showdown = payload.showdown(outcome, list(env.scores.values()))
+            self.showdown = payload.showdown(outcome, list(env.scores.values()), shown_to=self.seat)
             self.finished_round = state
 
     # ------------------------------------------------------------------ what the person sees
@@ -244,6 +262,8 @@ class GameStore:
     ``opponent`` is the default spec (checked at once with ``okgin_env.players.check_player``); a game may also be
     started against any plain bot name. Game ``k`` (0, 1, ...) of a store with ``seed`` s is
     dealt from seed ``s + k``; ``deck``/``dealer`` fix every game's first round (tests, demos).
+    Past ``max_games`` the least recently used game that nobody is playing is dropped (see the
+    module docstring).
     """
 
     def __init__(
@@ -260,8 +280,7 @@ class GameStore:
 
         probe = raw_env(**{k: v for k, v in game_options.items() if k != "seat"})  # checks the rule options
         check_player(opponent, probe.config)
-        if seed is not None and (not is_int(seed) or seed < 0):
-            raise ValueError(f"seed must be None or an int >= 0, got {seed!r}")
+        check_seed(seed)
         if not is_int(max_games) or max_games < 1:
             raise ValueError(f"max_games must be an int >= 1, got {max_games!r}")
         self.default_opponent = opponent
@@ -281,7 +300,7 @@ class GameStore:
         elif isinstance(opponent, str) and opponent in self._specs:
             spec = self._specs[opponent]
         else:
-            raise GameError(f"unknown opponent {opponent!r}; choose one of: {', '.join(self.opponents)}", status=400)
+            raise GameError(f"unknown opponent {shown(opponent)}; choose one of: {', '.join(self.opponents)}", status=400)
         with self._lock:
             number = self._created
             self._created += 1
@@ -291,15 +310,21 @@ class GameStore:
         with self._lock:
             self._games[game_id] = game
             while len(self._games) > self.max_games:
-                self._games.popitem(last=False)
+                del self._games[self._game_to_drop(keep=game_id)]
         return game
+
+    def _game_to_drop(self, keep: str) -> str:
+        """The least recently used game that is not a match in progress, else the least recently
+        used match in progress; never ``keep`` (the game just made)."""
+        others = [(key, game) for key, game in self._games.items() if key != keep]
+        return next((key for key, game in others if not game.in_progress), others[0][0])
 
     def get(self, game_id: str) -> WebGame:
         with self._lock:
             game = self._games.get(game_id)
             if game is None:
                 raise GameError(
-                    f"no game {game_id!r}: it never existed or was dropped to make room "
+                    f"no game {shown(game_id)}: it never existed or was dropped to make room "
                     f"(at most {self.max_games} games are kept); start a new match", status=404)
             self._games.move_to_end(game_id)
             return game

@@ -71,9 +71,12 @@ def table_event(seat: int, action: int, *, card_seen: int | None, private: bool)
     return {"seat": seat, "move": action_str(action), "card": card(card_seen)}
 
 
-def showdown(outcome: RoundOutcome, scores_after: Sequence[int]) -> dict[str, Any]:
-    """The end of a round, all public: each seat's layout (melds, layoffs, unmelded cards,
-    deadwood), the points and the match totals after the round."""
+def showdown(outcome: RoundOutcome, scores_after: Sequence[int], shown_to: int | None = None) -> dict[str, Any]:
+    """The end of a round: each seat's layout (melds, layoffs, unmelded cards, deadwood), the
+    points and the match totals after the round, all public. The knock discard was put face down
+    and stays so (``describe_outcome`` does not tell it either): ``knock_card`` is named only when
+    the showdown is ``shown_to`` the knocker, who put it there, or to no one seat (``None``: a
+    replay, where every card is shown); else it is None."""
     seats = []
     for seat, hand in enumerate(outcome.hands):
         melded = {c for meld in outcome.melds[seat] for c in meld} | set(outcome.layoffs[seat])
@@ -89,7 +92,7 @@ def showdown(outcome: RoundOutcome, scores_after: Sequence[int]) -> dict[str, An
         "kind": outcome.kind,
         "knocker": outcome.knocker,
         "winner": outcome.winner,
-        "knock_card": card(outcome.knock_card),
+        "knock_card": card(outcome.knock_card) if shown_to is None or shown_to == outcome.knocker else None,
         "seats": seats,
         "scores_after": list(scores_after),
     }

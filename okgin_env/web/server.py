@@ -4,30 +4,44 @@
     okgin-web --opponent search --port 8080
     okgin-web --opponent checkpoints/okgin_classic.pt --records games.jsonl
 
-**Why Flask.** The games are synchronous, CPU-bound Python (a ``search`` decision takes about
-140 ms on an idle core): a threaded WSGI server runs each request in its own thread with
-no async layer around the engine, and Flask (Pallets, maintained for over a decade, one
-dependency here) gives routing, JSON and a test client without extra packages. The server is
-Werkzeug's threaded one, which fits a local app for a few people; the page is static HTML, CSS
-and JavaScript (``static/``), with no build step and nothing fetched from elsewhere.
+**Why Flask and Waitress.** The games are synchronous, CPU-bound Python (a ``search`` decision
+takes about 140 ms on an idle core): a threaded WSGI server runs each request in a worker thread
+with no async layer around the engine, and Flask (Pallets, maintained for over a decade) gives
+routing, JSON and a test client without extra packages. The server is Waitress (Pylons), a
+production WSGI server in pure Python: one thread reads and writes every connection, so an idle or
+slow client holds a socket, not a thread; a request reaches one of ``SERVER_THREADS`` workers only
+once its body is in; connections are capped (``MAX_CONNECTIONS``) and one that sends nothing for
+``READ_TIMEOUT_S`` seconds is closed. The page is static HTML, CSS and JavaScript (``static/``),
+with no build step and nothing fetched from elsewhere.
 
 **API** (JSON; docs/web.md describes each answer): ``GET /api/info``; ``POST /api/games``
 (``{"opponent": name}``), ``GET /api/games/ID``, ``POST /api/games/ID/move`` (``{"action": id}``:
 409 when not legal now, 400 when no action id), ``POST /api/games/ID/next`` (leave a showdown);
-``POST /api/records`` (a record file's text), ``GET /api/records/SET/games/N`` (a game's frames).
-An error is ``{"error": message}`` with its status.
+``POST /api/records`` (a record file's text), ``GET /api/records/SET/games/N`` (a game's outline),
+``GET /api/records/SET/games/N/rounds/R`` (a round's frames). An error is ``{"error": message}``
+with its status, saying what was wrong and what is allowed; a refused request changes nothing.
 
-It binds 127.0.0.1 by default and, bound to a loopback address, answers only requests whose
-``Host`` is a loopback name (so a web page elsewhere cannot reach it through DNS rebinding).
-Flask is imported only here, and only when an app is made: without the ``web`` extra,
-``okgin-web`` exits with status 2 and says ``pip install okgin[web]``.
+**Who may ask** (docs/web.md, threat model). It binds 127.0.0.1 by default and, bound to a
+loopback address, answers only requests whose ``Host`` is ``localhost`` or a loopback address (so
+a web page elsewhere cannot reach it through DNS rebinding). The API answers only its own page:
+a request that a browser marks as coming from another site (``Sec-Fetch-Site``, or an ``Origin``
+other than the server's own) is refused with 403, and every ``POST`` must carry a JSON content
+type, which a page elsewhere cannot send without a CORS preflight that this server never grants.
+Every answer forbids framing (``X-Frame-Options``, CSP ``frame-ancestors``) and loading anything
+from elsewhere; API answers are not cached. Bodies are capped: ``MAX_JSON_BYTES`` for the game
+API, ``MAX_UPLOAD_BYTES`` for a record file (one read at a time).
+
+Flask and Waitress are imported only here, and only when an app is made or served: without the
+``web`` extra, ``okgin-web`` exits with status 2 and says ``pip install okgin[web]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,14 +49,34 @@ from typing import Any
 from ..players import bot_help
 from ..rules.config import PRESETS
 from .game import DEFAULT_MAX_GAMES, GameError, GameStore, OpponentError
-from .replay import ReplayStore, read_record_file, read_record_text
+from .replay import MAX_GAME_ACTIONS, MAX_ROUND_ACTIONS, ReplayStore, game_lines, read_record_file, read_record_text
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-MAX_UPLOAD_BYTES = 32 * 1024 * 1024
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
-MISSING_EXTRA = "okgin-web needs Flask: pip install okgin[web] (in a checkout: pip install -e \".[web]\")"
+MAX_UPLOAD_BYTES = 32 * 1024 * 1024  # a record file (POST /api/records)
+MAX_JSON_BYTES = 64 * 1024  # any other request body (a move is a few bytes)
+SERVER_THREADS = 8  # requests served at once; more wait in a queue
+MAX_CONNECTIONS = 500  # open connections (each a socket and its buffers, no thread); more wait in the listen backlog
+READ_TIMEOUT_S = 15  # a connection that sends nothing for this long (between requests, or within one) is closed
+UPLOAD_WAIT_S = 10  # how long an upload waits for the one being read before it is refused
+JSON_TYPE = "application/json"
+RECORD_TYPES = ("application/x-ndjson", "application/jsonl", "application/json")
+#: Browsers' ``Sec-Fetch-Site`` values of a request from this server's own page, or typed in by the person.
+OWN_SITES = ("same-origin", "none")
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Frame-Options": "DENY",  # browsers without CSP frame-ancestors
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",  # no <script src> or <img src> of the API from elsewhere
+}
+MISSING_EXTRA = "okgin-web needs Flask and Waitress: pip install okgin[web] (in a checkout: pip install -e \".[web]\")"
 
 
 def _import_flask() -> Any:
@@ -53,13 +87,35 @@ def _import_flask() -> Any:
     return flask
 
 
+def _import_waitress() -> Any:
+    try:
+        import waitress.server
+    except ImportError as error:
+        raise ImportError(MISSING_EXTRA) from error
+    return waitress.server
+
+
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is this machine's loopback."""
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def host_name(host_header: str) -> str:
+    """The name or address of a ``Host`` header, without its port: ``[::1]:8000`` -> ``::1``."""
+    if host_header.startswith("["):
+        return host_header[1:].partition("]")[0]
+    if host_header.count(":") == 1:
+        return host_header.partition(":")[0]
+    return host_header
+
+
+def _size_text(size: int) -> str:
+    return f"{size // (1024 * 1024)} MiB" if size >= 1024 * 1024 else f"{size // 1024} KiB"
 
 
 def create_app(
@@ -68,27 +124,70 @@ def create_app(
     *,
     host: str = DEFAULT_HOST,
 ) -> Any:
-    """The Flask app serving ``games`` (default: a ``GameStore`` against ``simple``) and ``records``."""
+    """The Flask app serving ``games`` (default: a ``GameStore`` against ``simple``) and ``records``;
+    ``host`` is the address it is bound to (a loopback one: only loopback ``Host`` names are answered)."""
     flask = _import_flask()
     games = games if games is not None else GameStore()
     records = records if records is not None else ReplayStore()
     app = flask.Flask(__name__, static_folder=str(STATIC_DIR), static_url_path="/static")
-    app.config["MAX_CONTENT_LENGTH"] = MAX_UPLOAD_BYTES
+    app.config["MAX_CONTENT_LENGTH"] = MAX_JSON_BYTES  # the upload route raises its own
     app.json.sort_keys = False
-    if is_loopback(host):
-        app.config["TRUSTED_HOSTS"] = list(LOOPBACK_NAMES)
+    loopback_only = is_loopback(host)
+    upload_slot = threading.Lock()  # one record file parsed at a time: its memory is the most one upload holds
     app.extensions["okgin"] = {"games": games, "records": records}
 
     def error(message: str, status: int) -> Any:
         return flask.jsonify(error=message), status
 
     def body() -> dict[str, Any]:
-        data = flask.request.get_json(silent=True)
-        if data is None and not flask.request.get_data():
+        """The request's JSON object (``{}`` for an empty body); a GameError says what is wrong."""
+        request = flask.request
+        if request.mimetype != JSON_TYPE:
+            got = f"'{request.mimetype}'" if request.mimetype else "none"
+            raise GameError(f"send the body as JSON with Content-Type: {JSON_TYPE} (an empty body is {{}}); "
+                            f"got Content-Type {got}", status=415)
+        raw = request.get_data()
+        if not raw.strip():
             return {}
+        try:
+            data = json.loads(raw)
+        except RecursionError:
+            raise GameError('the JSON body is nested too deeply; send a flat JSON object, e.g. {"action": 3}',
+                            status=400) from None
+        except ValueError as err:  # json.JSONDecodeError, or bytes that are no UTF-8/16/32 text
+            reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
+            raise GameError(f'the body is not valid JSON ({reason}); send a JSON object, e.g. {{"action": 3}}',
+                            status=400) from None
         if not isinstance(data, dict):
-            raise GameError('send a JSON object, e.g. {"action": 3}', status=400)
+            raise GameError(f'send a JSON object, e.g. {{"action": 3}}; got a JSON {type(data).__name__}', status=400)
         return data
+
+    @app.before_request
+    def guard() -> None:
+        """Refuse a Host that is not this machine's (bound to loopback), and API requests from other sites."""
+        request = flask.request
+        if loopback_only and not is_loopback(host_name(request.host)):
+            raise GameError(f"bad request: Host '{request.host}' is not trusted. Bound to a loopback address, "
+                            "okgin-web answers only Host localhost or a loopback address (127.0.0.1, [::1]); "
+                            "open the address it printed", status=400)
+        if not request.path.startswith("/api/"):
+            return  # the page itself may be opened from a link anywhere; it cannot be framed
+        site = request.headers.get("Sec-Fetch-Site")
+        origin = request.headers.get("Origin")
+        own = f"{request.scheme}://{request.host}".lower()
+        if site is not None and site.lower() not in OWN_SITES:
+            raise GameError(f"cross-site request refused (Sec-Fetch-Site: {site}): okgin-web answers its API only "
+                            f"to its own page, {own}/", status=403)
+        if origin is not None and origin.lower() != own:
+            raise GameError(f"cross-site request refused (Origin {origin}): okgin-web answers its API only to "
+                            f"its own page, {own}/", status=403)
+
+    @app.after_request
+    def headers(response: Any) -> Any:
+        response.headers.update(SECURITY_HEADERS)
+        if flask.request.path.startswith("/api/"):
+            response.headers["Cache-Control"] = "no-store"  # a player's hand stays out of caches
+        return response
 
     @app.errorhandler(GameError)
     def refused(err: GameError) -> Any:
@@ -99,7 +198,7 @@ def create_app(
         return error(str(err), 500)
 
     @app.errorhandler(400)
-    def bad_request(err: Any) -> Any:  # e.g. a Host that is not trusted
+    def bad_request(err: Any) -> Any:
         return error(f"bad request: {getattr(err, 'description', err)}", 400)
 
     @app.errorhandler(404)
@@ -112,7 +211,13 @@ def create_app(
 
     @app.errorhandler(413)
     def too_large(_: Any) -> Any:
-        return error(f"the upload is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB", 413)
+        limit = flask.request.max_content_length or MAX_JSON_BYTES
+        what = "the record file" if limit == MAX_UPLOAD_BYTES else "the request body"
+        return error(f"{what} is larger than {_size_text(limit)}, the most okgin-web reads", 413)
+
+    @app.errorhandler(500)
+    def failed(_: Any) -> Any:  # an unexpected error (its traceback goes to the server's log): JSON, not a page
+        return error("the server failed on this request (a bug; the server's log has the details)", 500)
 
     @app.get("/")
     def index() -> Any:
@@ -125,6 +230,8 @@ def create_app(
             default_opponent=games.opponents[0],
             rules=games.game_options.get("rules", "classic"),
             records=records.listing(),
+            limits={"upload_bytes": MAX_UPLOAD_BYTES, "json_bytes": MAX_JSON_BYTES, "matches": games.max_games,
+                    "game_actions": MAX_GAME_ACTIONS, "round_actions": MAX_ROUND_ACTIONS},
         )
 
     @app.post("/api/games")
@@ -152,25 +259,72 @@ def create_app(
     @app.post("/api/games/<game_id>/next")
     def game_next(game_id: str) -> Any:
         game = games.get(game_id)
+        body()
         with game.lock:
             game.next_round()
             return flask.jsonify(game.state())
 
     @app.post("/api/records")
     def upload_records() -> Any:
-        name = flask.request.args.get("name", "upload")[:200]
+        request = flask.request
+        request.max_content_length = MAX_UPLOAD_BYTES
+        if request.mimetype not in RECORD_TYPES:
+            got = f"'{request.mimetype}'" if request.mimetype else "none"
+            raise GameError(f"send the record file's text with Content-Type: {RECORD_TYPES[0]} (or "
+                            f"{', '.join(RECORD_TYPES[1:])}); got Content-Type {got}", status=415)
+        name = request.args.get("name", "upload")[:200]
+        if not upload_slot.acquire(timeout=UPLOAD_WAIT_S):
+            raise GameError("the server is reading another record file; try again in a moment", status=503)
         try:
-            text = flask.request.get_data().decode("utf-8")
-            loaded = read_record_text(text, name)
-        except (UnicodeDecodeError, ValueError) as err:
-            raise GameError(f"cannot read {name}: {err}", status=400) from err
-        return flask.jsonify(records.add(name, loaded).summary()), 201
+            data = request.get_data()
+            try:
+                loaded = read_record_text(data.decode("utf-8"), name)
+            except (UnicodeDecodeError, ValueError) as err:
+                raise GameError(f"cannot read {name}: {err}", status=400) from err
+            return flask.jsonify(records.add(name, loaded, lines=game_lines(data)).summary()), 201
+        finally:
+            upload_slot.release()
 
     @app.get("/api/records/<set_id>/games/<int:index>")
     def record_game(set_id: str, index: int) -> Any:
-        return flask.jsonify(records.get(set_id).frames(index))
+        return flask.jsonify(records.get(set_id).outline(index))
+
+    @app.get("/api/records/<set_id>/games/<int:index>/rounds/<int:round_index>")
+    def record_round(set_id: str, index: int, round_index: int) -> Any:
+        return flask.jsonify(records.get(set_id).frames(index, round_index))
 
     return app
+
+
+def make_server(
+    app: Any,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    threads: int = SERVER_THREADS,
+    connection_limit: int = MAX_CONNECTIONS,
+    read_timeout: int = READ_TIMEOUT_S,
+) -> Any:
+    """A Waitress server for ``app``, listening on ``host:port`` (``run()`` serves, ``close()`` stops):
+    ``threads`` workers, at most ``connection_limit`` connections, each closed after ``read_timeout``
+    seconds without a byte; a body larger than ``MAX_UPLOAD_BYTES`` is refused before it is read.
+    A ValueError or an OSError says why it cannot listen."""
+    server_module = _import_waitress()
+    return server_module.create_server(
+        app, host=host, port=port, threads=threads, connection_limit=connection_limit,
+        channel_timeout=read_timeout, cleanup_interval=max(1, read_timeout // 4),  # how often idle ones are sought
+        max_request_body_size=MAX_UPLOAD_BYTES + 1024 * 1024,  # past the app's own limit, which answers in JSON
+        asyncore_use_poll=True,  # no select() limit of 1024 sockets
+        ident="okgin-web",
+    )
+
+
+def listening_address(server: Any) -> tuple[str, int]:
+    """The address and port a ``make_server`` server listens on (the first, if several)."""
+    listen = getattr(server, "effective_listen", None)
+    if listen:
+        return listen[0][0], int(listen[0][1])
+    return server.effective_host, int(server.effective_port)
 
 
 # ----------------------------------------------------------------------------- the command
@@ -199,6 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--port must be in 0..65535, got {args.port}")
     try:
         _import_flask()
+        _import_waitress()
         options: dict[str, Any] = {"rules": args.rules, "num_players": args.num_players}
         if args.target_score is not None:
             options["target_score"] = args.target_score
@@ -207,26 +362,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.records is not None:
             records.add(Path(args.records).name, read_record_file(args.records), set_id="records")
         app = create_app(games, records, host=args.host)
-        from werkzeug.serving import make_server
-
-        server = make_server(args.host, args.port, app, threaded=True)
     except (ValueError, ImportError, OSError) as err:  # OSError: the record file
         print(f"okgin-web: error: {err}", file=sys.stderr)
         return 2
-    except SystemExit:  # Werkzeug could not listen (it said why: the port is in use, no such address)
-        print(f"okgin-web: error: cannot listen on {args.host}:{args.port}", file=sys.stderr)
+    try:
+        server = make_server(app, args.host, args.port)
+    except ValueError:  # Waitress: the name or address does not resolve
+        print(f"okgin-web: error: cannot listen on {args.host}:{args.port}: not an address, or a name that does "
+              "not resolve; --host takes an address of this machine, e.g. 127.0.0.1, ::1 or 0.0.0.0", file=sys.stderr)
         return 2
-    host, port = server.server_address[:2]
+    except OSError as err:  # the port is in use, the address is not this machine's
+        print(f"okgin-web: error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    host, port = listening_address(server)
     shown = f"[{host}]" if ":" in str(host) else host
     print(f"okgin-web: serving on http://{shown}:{port}/ (opponent {games.opponents[0]}; Ctrl-C stops)", flush=True)
     if not is_loopback(args.host):
         print("okgin-web: note: bound to a non-loopback address; anyone who can reach it can play", flush=True)
     try:
-        server.serve_forever()
+        server.run()  # until Ctrl-C, which Waitress catches itself
     except KeyboardInterrupt:
-        print()
+        pass
     finally:
-        server.server_close()
+        server.close()
+    print("okgin-web: stopped", flush=True)
     return 0
 
 

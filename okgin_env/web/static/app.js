@@ -50,11 +50,13 @@ function showMessage(text) {
   box.hidden = !text;
 }
 
+// Every POST carries a JSON content type (the server refuses others: a page elsewhere cannot send
+// one without a CORS preflight); a record file goes as its text, JSON Lines.
 async function api(method, path, body, raw = false) {
   const options = { method, headers: {} };
-  if (body !== undefined) {
-    options.body = raw ? body : JSON.stringify(body);
-    options.headers["Content-Type"] = raw ? "text/plain; charset=utf-8" : "application/json";
+  if (method === "POST") {
+    options.body = raw ? body : JSON.stringify(body === undefined ? {} : body);
+    options.headers["Content-Type"] = raw ? "application/x-ndjson; charset=utf-8" : "application/json";
   }
   const response = await fetch(path, options);
   const data = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
@@ -192,7 +194,8 @@ function renderShowdown(showdown, players, you, prefix) {
     const scored = showdown.seats.filter((s) => s.points).map((s) => `${s.seat === you ? "you" : players[s.seat]} ${s.points}`);
     result = `${showdown.kind[0].toUpperCase()}${showdown.kind.slice(1)}: ${winner === you ? "you win" : `${players[winner]} wins`} the round`
       + (scored.length ? ` (points: ${scored.join(", ")}).` : ".");
-    if (showdown.knock_card) result += ` Knock discard: ${showdown.knock_card}.`;
+    // Sent only to the knocker (and in replays): the knock discard is put face down.
+    if (showdown.knock_card) result += ` Knock discard (face down): ${showdown.knock_card}.`;
   }
   result += ` Match: ${players.map((p, s) => `${s === you ? "you" : p} ${showdown.scores_after[s]}`).join(" \u2013 ")}.`;
   $(`${prefix}-result`).textContent = result.trim();
@@ -226,8 +229,10 @@ function nextRound() {
 }
 
 // ----------------------------------------------------------------------------- replay
+// A game comes as its outline (the rounds and their step counts), then one round's frames at a
+// time: no answer grows with the length of a game. Stepping past a round's end loads the next one.
 
-const replay = { set: null, game: null, index: 0 };
+const replay = { set: null, gameIndex: 0, game: null, round: 0, frames: null, index: 0, loading: false };
 
 async function loadRecordSet(summary) {
   replay.set = summary;
@@ -237,45 +242,86 @@ async function loadRecordSet(summary) {
 }
 
 async function loadGame(index) {
-  const data = await api("GET", `/api/records/${replay.set.id}/games/${index}`);
-  replay.game = data;
-  replay.index = 0;
+  replay.game = await api("GET", `/api/records/${replay.set.id}/games/${index}`);
+  replay.gameIndex = index;
+  replay.frames = null;
   $("replay-game").value = String(index);
-  $("replay-round").replaceChildren(...data.round_starts.map((start, r) =>
-    el("option", { value: String(r), text: `${r + 1}` })));
+  $("replay-round").replaceChildren(...replay.game.rounds.map((r) =>
+    el("option", { value: String(r.round), text: `${r.round + 1}` })));
+  await loadRound(0, false);
   $("replay-empty").hidden = true;
   $("replay-table").hidden = false;
+}
+
+// Round ``round`` at its first step, or its last with ``atEnd``. The step line and the buttons
+// change at once (the outline knows the round's length); the frames follow.
+async function loadRound(round, atEnd) {
+  replay.loading = true;
+  $("replay-round").value = String(round);
+  $("step-info").textContent = stepText(round, atEnd ? replay.game.rounds[round].steps - 1 : 0);
+  updateStepButtons();
+  let data;
+  try {
+    data = await api("GET", `/api/records/${replay.set.id}/games/${replay.gameIndex}/rounds/${round}`);
+  } catch (error) {
+    replay.loading = false;
+    if (replay.frames) renderFrame(); // back to the step shown before
+    throw error;
+  }
+  replay.loading = false;
+  replay.round = round;
+  replay.frames = data.frames;
+  replay.index = atEnd ? data.frames.length - 1 : 0;
   renderFrame();
 }
 
-function roundBounds(round) {
-  const starts = replay.game.round_starts;
-  const start = starts[round];
-  const end = (round + 1 < starts.length ? starts[round + 1] : replay.game.frames.length) - 1;
-  return [start, end];
+function stepText(round, index) {
+  const rounds = replay.game.rounds;
+  const before = round ? rounds[round - 1].scores_after : rounds[round].scores_after.map(() => 0);
+  return `Round ${round + 1} of ${rounds.length}, step ${index} of ${rounds[round].steps - 1}`
+    + ` \u00b7 match ${before.join("\u2013")} before this round`;
+}
+
+function updateStepButtons() {
+  $("replay-table").setAttribute("aria-busy", String(replay.loading));
+  const last = replay.game ? replay.game.rounds.length - 1 : 0;
+  const atStart = !replay.frames || (replay.round === 0 && replay.index === 0);
+  const atEnd = !replay.frames || (replay.round === last && replay.index === replay.frames.length - 1);
+  for (const id of ["step-first", "step-back", "step-forward", "step-last"]) $(id).disabled = replay.loading;
+  if (!replay.loading) {
+    $("step-back").disabled = atStart;
+    $("step-forward").disabled = atEnd;
+  }
+}
+
+function showError(promise) {
+  return promise.catch((error) => showMessage(error.message));
 }
 
 function step(delta) {
-  if (!replay.game) return;
-  replay.index = Math.max(0, Math.min(replay.game.frames.length - 1, replay.index + delta));
-  renderFrame();
+  if (!replay.frames || replay.loading) return;
+  const next = replay.index + delta;
+  if (next < 0) {
+    if (replay.round > 0) showError(loadRound(replay.round - 1, true));
+  } else if (next >= replay.frames.length) {
+    if (replay.round < replay.game.rounds.length - 1) showError(loadRound(replay.round + 1, false));
+  } else {
+    replay.index = next;
+    renderFrame();
+  }
 }
 
 function jumpInRound(toEnd) {
-  if (!replay.game) return;
-  const [start, end] = roundBounds(replay.game.frames[replay.index].round);
-  replay.index = toEnd ? end : start;
+  if (!replay.frames || replay.loading) return;
+  replay.index = toEnd ? replay.frames.length - 1 : 0;
   renderFrame();
 }
 
 function renderFrame() {
-  const game = replay.game;
-  const frame = game.frames[replay.index];
-  const players = game.players;
-  const [start, end] = roundBounds(frame.round);
-  $("replay-round").value = String(frame.round);
-  $("step-info").textContent = `Round ${frame.round + 1} of ${game.round_starts.length}, step ${replay.index - start} of ${end - start}`
-    + ` \u00b7 match ${frame.scores.join("\u2013")} before this round`;
+  const frame = replay.frames[replay.index];
+  const players = replay.game.players;
+  $("replay-round").value = String(replay.round);
+  $("step-info").textContent = stepText(replay.round, replay.index);
   $("replay-move").textContent = frame.move === null ? `Round ${frame.round + 1} dealt; ${players[frame.dealer]} (seat ${frame.dealer}) deals.`
     : `${players[frame.seat]} (seat ${frame.seat}): ${frame.move}`;
   $("replay-stock").textContent = `${frame.stock_size} cards`;
@@ -292,13 +338,15 @@ function renderFrame() {
       handEl(hand, { small: true, taken: frame.to_act === seat ? frame.taken_card : null }))));
   $("replay-showdown").hidden = !frame.showdown;
   if (frame.showdown) renderShowdown(frame.showdown, players, -1, "replay-showdown");
-  $("step-back").disabled = replay.index === 0;
-  $("step-forward").disabled = replay.index === game.frames.length - 1;
+  updateStepButtons();
 }
 
 async function uploadRecords(file) {
   try {
     showMessage("");
+    if (limits && file.size > limits.upload_bytes) {
+      throw new Error(`${file.name} is larger than ${Math.floor(limits.upload_bytes / 1048576)} MiB, the most okgin-web reads`);
+    }
     const text = await file.text();
     await loadRecordSet(await api("POST", `/api/records?name=${encodeURIComponent(file.name)}`, text, true));
   } catch (error) {
@@ -307,6 +355,8 @@ async function uploadRecords(file) {
 }
 
 // ----------------------------------------------------------------------------- start
+
+let limits = null; // the server's limits (GET /api/info)
 
 function showTab(name) {
   $("play-view").hidden = name !== "play";
@@ -325,11 +375,8 @@ async function start() {
   $("step-last").addEventListener("click", () => jumpInRound(true));
   $("step-back").addEventListener("click", () => step(-1));
   $("step-forward").addEventListener("click", () => step(1));
-  $("replay-game").addEventListener("change", (e) => loadGame(Number(e.target.value)).catch((err) => showMessage(err.message)));
-  $("replay-round").addEventListener("change", (e) => {
-    replay.index = replay.game.round_starts[Number(e.target.value)];
-    renderFrame();
-  });
+  $("replay-game").addEventListener("change", (e) => showError(loadGame(Number(e.target.value))));
+  $("replay-round").addEventListener("change", (e) => showError(loadRound(Number(e.target.value), false)));
   $("record-file").addEventListener("change", (e) => { if (e.target.files.length) uploadRecords(e.target.files[0]); });
   document.addEventListener("keydown", (e) => {
     if ($("replay-view").hidden || e.target.tagName === "SELECT" || e.target.tagName === "INPUT") return;
@@ -338,6 +385,7 @@ async function start() {
   });
   try {
     const info = await api("GET", "/api/info");
+    limits = info.limits;
     $("opponent").replaceChildren(...info.opponents.map((o) => el("option", { value: o, text: o })));
     $("opponent").value = info.default_opponent;
     if (info.records.length) await loadRecordSet(info.records[0]);
