@@ -1,31 +1,23 @@
-"""Benchmark: decision labelling of ``training.improve``, one rollout at a time against batched.
+"""Benchmark: the cost of one labelled decision of ``training.improve`` (``training.labelling``).
 
-Both paths label the same jobs (same checkpoint, seeds and decision counts) in this process, on
-one core (``torch.set_num_threads(1)``), interleaved repeat by repeat so that a noisy moment on a
-shared machine hurts both alike:
-
-* ``single``: ``training.improve.label_decisions``, every learner decision of every rollout a
-  forward pass of batch 1 (the path before batching);
-* ``batched``: ``training.labelling.label_decisions_batched``, up to ``--rollout-batch``
-  rollouts of a job in lockstep and one forward pass per step for all of them.
+The same jobs (checkpoint, seeds and decision counts) are labelled in this process, on one core
+(``torch.set_num_threads(1)``), by ``label_decisions`` with up to ``--rollout-batch`` rollouts
+in lockstep, and, for comparison, with one rollout at a time (``rollout_batch=1``: every
+learner decision a forward pass of batch 1), interleaved repeat by repeat so that a noisy moment
+on a shared machine hurts both alike.
 
 Every timed run starts from empty solver memos (``okgin_env.rules.memo.clear_memos``): the second
-path would otherwise find the first one's answers for the very same positions remembered. A
+run would otherwise find the first one's answers for the very same positions remembered. A
 labelling worker keeps its memos from job to job, so this is the pessimistic figure.
 
 It reports the median milliseconds per labelled decision per core (process CPU time by default,
 steadier than wall time on a shared machine; ``--clock wall`` for wall time), the ratio, whether
-the two paths gave identical label arrays (they must), and how much of one more batched run is
-spent in the network's forward passes. ``--rollout-depths 1,2,4`` also times the batched path
-with truncated rollouts (``training.improve --rollout-depth``: other labels, so only timed; it
-needs a PPO-trained checkpoint such as ``checkpoints/okgin_classic_ppo.pt``), and
-``--label-tops 2,3`` with only the policy's best-scored actions labelled (``--label-top``).
-``--json FILE`` writes the numbers.
+both gave identical label arrays (they must), and how much of one more batched run is spent in
+the network's forward passes. ``--json FILE`` writes the numbers.
 
 Usage::
 
     python benchmarks/bench_labelling.py [--decisions 300] [--repeats 3] [--checkpoint checkpoints/okgin_classic.pt]
-        [--rollout-depths 1,2,4] [--label-tops 2,3]
 """
 
 from __future__ import annotations
@@ -46,8 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from okgin_env.rules.memo import clear_memos  # noqa: E402
-from training.improve import label_decisions  # noqa: E402
-from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions_batched, value_scale  # noqa: E402
+from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions  # noqa: E402
 from training.model import PolicyValueNet  # noqa: E402
 
 
@@ -81,40 +72,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rollout-batch", type=int, default=DEFAULT_ROLLOUT_BATCH)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
-    parser.add_argument("--rollout-depths", default="", help="comma-separated rollout depths (>= 1) to time as well")
-    parser.add_argument("--label-tops", default="", help="comma-separated --label-top values (>= 2) to time as well")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args()
     if args.decisions < 1 or args.repeats < 1 or args.rollout_batch < 1:
         parser.error("--decisions, --repeats and --rollout-batch must be at least 1")
-    def integers(text: str, least: int, flag: str) -> list[int]:
-        try:
-            values = [int(part) for part in text.split(",") if part.strip()]
-        except ValueError:
-            values = [least - 1]
-        if any(v < least for v in values):
-            parser.error(f"{flag} takes integers of at least {least} separated by commas, got {text!r}")
-        return values
-
-    depths = integers(args.rollout_depths, 1, "--rollout-depths")
-    tops = integers(args.label_tops, 2, "--label-tops")
-    if depths:
-        try:
-            value_scale(args.checkpoint)
-        except (ValueError, OSError) as error:
-            parser.error(str(error))
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
     paths = {
-        "single": label_decisions,
-        "batched": lambda job: label_decisions_batched(job, rollout_batch=args.rollout_batch),
+        "single": lambda job: label_decisions(job, rollout_batch=1),
+        "batched": lambda job: label_decisions(job, rollout_batch=args.rollout_batch),
     }
-    for depth in depths:
-        paths[f"batched_depth_{depth}"] = (
-            lambda job, depth=depth: label_decisions_batched((*job, {"depth": depth}), rollout_batch=args.rollout_batch))
-    for top in tops:
-        paths[f"batched_top_{top}"] = (
-            lambda job, top=top: label_decisions_batched((*job, {"top": top}), rollout_batch=args.rollout_batch))
     paths["batched"]((args.checkpoint, args.rules, 0, 2))  # warm-up: imports, first model load
     times: dict[str, list[float]] = {name: [] for name in paths}
     identical = True
@@ -154,7 +121,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     if not identical:
-        sys.exit("the batched labels differ from the single-rollout labels")
+        sys.exit("the batched labels differ from the one-rollout-at-a-time labels")
 
 
 if __name__ == "__main__":

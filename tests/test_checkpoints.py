@@ -55,8 +55,9 @@ def no_network_built(monkeypatch):
         ({"metadata": "classic"}, "no metadata dict"),
         ({"model": [1, 2, 3]}, "'model' is a list"),
         ({"format": 2}, "not an okgin policy checkpoint"),
+        ({"format": torch.tensor([1, 1])}, "not an okgin policy checkpoint"),
     ],
-    ids=["no-metadata", "metadata-not-a-dict", "model-not-a-dict", "other-format"],
+    ids=["no-metadata", "metadata-not-a-dict", "model-not-a-dict", "other-format", "format-a-tensor"],
 )
 def test_a_malformed_payload_is_refused(tmp_path, shipped_payload, no_network_built, change, message):
     payload = {**shipped_payload, **change}
@@ -86,6 +87,8 @@ def test_a_malformed_payload_is_refused(tmp_path, shipped_payload, no_network_bu
         ({"hidden": "192"}, "hidden='192'"),
         ({"hidden": 10**6}, "hidden=1000000"),
         ({"observation_version": "1"}, "observation layout version 1"),
+        ({"observation_version": torch.tensor([1, 1])}, "observation layout version"),
+        ({"rules": torch.tensor([1])}, "metadata rules=tensor"),
     ],
 )
 def test_bad_metadata_is_refused_before_anything_is_built(tmp_path, shipped_payload, no_network_built, fields, message):
@@ -113,12 +116,15 @@ def test_sizes_that_do_not_match_the_stored_weights_are_refused_without_allocati
         (lambda m: m.pop("value_head.2.bias"), r"missing \['value_head.2.bias'\]"),
         (lambda m: m.__setitem__("extra.weight", torch.zeros(3)), r"unexpected \['extra.weight'\]"),
         (lambda m: m.__setitem__("encoder.0.bias", torch.zeros(191)), r"encoder.0.bias has shape \(191,\)"),
-        (lambda m: m.__setitem__("encoder.0.bias", torch.zeros(192, dtype=torch.long)), "not a floating-point tensor"),
-        (lambda m: m.__setitem__("encoder.0.bias", [0.0] * 192), "not a floating-point tensor"),
+        (lambda m: m.__setitem__("encoder.0.bias", torch.zeros(192, dtype=torch.long)), "not a float32 tensor"),
+        (lambda m: m.__setitem__("encoder.0.bias", [0.0] * 192), "not a float32 tensor"),
+        (lambda m: m.__setitem__("encoder.0.bias", torch.zeros(192, dtype=torch.float16)), "not a float32 tensor"),
+        (lambda m: m.__setitem__("encoder.0.weight", m["encoder.0.weight"].to_sparse()), "not a dense tensor on the CPU"),
+        (lambda m: m.__setitem__("encoder.0.bias", torch.zeros(192, device="meta")), "not a dense tensor on the CPU"),
         (lambda m: m["scorer_context.weight"].__setitem__((3, 4), float("nan")), "scorer_context.weight holds NaN"),
         (lambda m: m["value_head.0.bias"].__setitem__(0, float("inf")), "value_head.0.bias holds NaN or infinite"),
     ],
-    ids=["missing", "unexpected", "shape", "integer", "not-a-tensor", "nan", "inf"],
+    ids=["missing", "unexpected", "shape", "integer", "not-a-tensor", "float16", "sparse", "meta", "nan", "inf"],
 )
 def test_bad_weights_are_refused(tmp_path, shipped_payload, edit, message):
     model = {k: v.clone() for k, v in shipped_payload["model"].items()}

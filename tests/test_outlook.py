@@ -136,47 +136,18 @@ def test_checkpoints_from_before_the_option_load_without_it():
 
 
 @pytest.mark.parametrize("rules, num_players", [("classic", 2), ("penalty", 3)])
-def test_an_outlook_policy_labels_the_same_batched_and_single(tmp_path, rules, num_players):
-    """Labelling encodes with the checkpoint's own inputs: the batched rollouts (encode_states) and
-    the reference path (encode_decision) give identical labels, and the recorded rows are wide."""
+def test_an_outlook_policy_labels_with_its_own_inputs(tmp_path, rules, num_players):
+    """Labelling encodes with the checkpoint's own inputs: the recorded action rows are wide, and
+    the labels are those of the policy's own greedy play (the same job gives the same labels)."""
     from okgin_env.observation import layout_for
-    from training.improve import label_decisions
-    from training.labelling import LABEL_KEYS, label_decisions_batched
+    from training.labelling import LABEL_KEYS, label_decisions
 
     torch.manual_seed(1)
     path = tmp_path / "outlook.pt"
     save_checkpoint(path, PolicyValueNet(layout_for(num_players).size, hidden=32, outlook=True),
                     {"rules": rules, "num_players": num_players})
     job = (str(path), rules, 5, 6)
-    single, batched = label_decisions(job), label_decisions_batched(job)
-    assert batched["feat"].shape[-1] == NUM_ACTION_FEATURES + NUM_OUTLOOK_FEATURES
+    first, again = label_decisions(job), label_decisions(job, rollout_batch=3)
+    assert first["feat"].shape[-1] == NUM_ACTION_FEATURES + NUM_OUTLOOK_FEATURES
     for key in LABEL_KEYS:
-        np.testing.assert_array_equal(batched[key], single[key], err_msg=key)
-
-
-def test_a_policy_widened_to_the_outlook_inputs_plays_exactly_as_before(tmp_path):
-    """``with_outlook_inputs`` (``training.improve --add-outlook-features``): zero weights on the
-    new inputs, so the widened network gives the old logits, and writing it twice gives the same
-    bytes (label manifests identify the starting checkpoint by its hash)."""
-    from training.policy import load_checkpoint, model_from_checkpoint, with_outlook_inputs, write_checkpoint
-
-    payload = load_checkpoint("checkpoints/okgin_classic.pt")
-    wide = with_outlook_inputs(payload)
-    old, new = model_from_checkpoint(payload), model_from_checkpoint(wide)
-    assert new.outlook and not old.outlook
-    observations = mixed_decisions("classic", 2, count=120)
-    obs = np.stack([o["observation"] for o in observations])
-    masks = np.stack([o["action_mask"] for o in observations])
-    narrow_inputs, _ = encode_batch(obs, masks, 2)
-    wide_inputs, _ = encode_batch(obs, masks, 2, outlook=True)
-    assert wide_inputs[2][..., NUM_ACTION_FEATURES:].abs().sum() > 0  # the new inputs are there ...
-    with torch.no_grad():
-        torch.testing.assert_close(new(*wide_inputs)[0], old(*narrow_inputs)[0], rtol=0, atol=0)  # ... and unused
-    write_checkpoint(tmp_path / "a.pt", wide)
-    first = (tmp_path / "a.pt").read_bytes()
-    (tmp_path / "a.pt").unlink()
-    write_checkpoint(tmp_path / "a.pt", wide)  # as a resumed run does
-    assert (tmp_path / "a.pt").read_bytes() == first
-    assert load_policy(tmp_path / "a.pt").model.outlook
-    with pytest.raises(ValueError, match="already reads the outlook"):
-        with_outlook_inputs(wide)
+        np.testing.assert_array_equal(first[key], again[key], err_msg=key)

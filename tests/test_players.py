@@ -97,7 +97,7 @@ def test_the_same_specs_work_in_the_command_line_tools(tmp_path, capsys):
 
 def test_the_same_specs_work_as_pool_entries_teachers_and_labelling_opponents():
     pytest.importorskip("torch")
-    from training.labelling import label_decisions_batched
+    from training.labelling import label_decisions
     from training.league import parse_pool
     from training.train import Teacher
 
@@ -110,5 +110,5 @@ def test_the_same_specs_work_as_pool_entries_teachers_and_labelling_opponents():
         actions = Teacher(spec, 2, seed=4, config=config).actions(tables, observations, infos["action_mask"])
         assert all(infos["action_mask"][k][a] for k, a in enumerate(actions))
     for spec in SPECS:
-        labels = label_decisions_batched((CLASSIC_FILE, "classic", 5, 1, {"opponent": spec}))
+        labels = label_decisions((CLASSIC_FILE, "classic", 5, 1, {"rollout": spec}))
         assert labels["q"].shape[0] == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -18,14 +19,22 @@ torch = pytest.importorskip("torch")
 
 import okgin_env  # noqa: E402
 from training.policy import CheckpointError, load_checkpoint, load_policy, save_checkpoint  # noqa: E402
-from training.train import cli  # noqa: E402
-from training.train import main as train_main  # noqa: E402
+from training.train import Hyperparameters, TrainConfig, cli, parse_args, run  # noqa: E402
 
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 SHIPPED = CHECKPOINTS / "okgin_classic.pt"
 STAGE_ONE = CHECKPOINTS / "okgin_classic_ppo.pt"  # the PPO policy that training.improve starts from
-TINY = ["--num-tables", "8", "--rollout-length", "8", "--bc-updates", "1", "--bc-epochs", "1",
-        "--ppo-epochs", "1", "--minibatch-size", "32", "--eval-every", "1000", "--no-progress"]
+TINY = ["--num-tables", "8", "--bc-updates", "1", "--eval-every", "1000", "--eval-matches", "2", "--no-progress"]
+TINY_HYPER = Hyperparameters(rollout_length=8, bc_epochs=1, ppo_epochs=1, minibatch_size=32, eval_max_rounds=2)
+
+
+def train_main(argv: list[str], hyper: Hyperparameters = TINY_HYPER) -> dict:
+    """``python -m training.train ARGV`` with tiny hyperparameters (8 decisions per table and update)."""
+    import dataclasses
+
+    config, options = parse_args(argv)
+    return run(dataclasses.replace(config, hyper=hyper), options.run_dir, resume=options.resume,
+               progress_bar=options.progress)
 
 
 def play_short_match(policy, seed: int = 0) -> int:
@@ -125,7 +134,7 @@ def test_policy_rejects_an_observation_of_another_layout(trained_run: Path):
 def test_advantages_are_gae_within_a_round_with_gamma_one():
     from training.train import Rollout, compute_advantages, explained_variance
 
-    rollout = Rollout.allocate(steps=3, tables=1, observation_size=4, privileged=False)
+    rollout = Rollout.allocate(steps=3, tables=1, observation_size=4)
     rollout.rewards[:, 0] = torch.tensor([0.0, 1.0, 0.0])
     rollout.round_ends[:, 0] = torch.tensor([0.0, 1.0, 0.0])  # a round ends at step 1; step 2 starts the next
     rollout.values[:, 0] = torch.tensor([0.5, 0.2, 0.1])
@@ -182,7 +191,7 @@ def test_rollout_buffers_are_preallocated_steps_by_tables():
     from training.features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES
     from training.train import Rollout
 
-    rollout = Rollout.allocate(steps=5, tables=3, observation_size=378, privileged=True)
+    rollout = Rollout.allocate(steps=5, tables=3, observation_size=378)
     assert rollout.observations.shape == (5, 3, 378)
     assert rollout.action_features.shape == (5, 3, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES)
     assert rollout.actions.shape == rollout.values.shape == rollout.round_ends.shape == (5, 3)
@@ -191,7 +200,7 @@ def test_rollout_buffers_are_preallocated_steps_by_tables():
 
 def test_training_prints_where_its_outputs_go_and_a_summary(tmp_path: Path, capsys):
     run_dir = tmp_path / "printed"
-    # PPO from the start (no imitation), so that no evaluation is due in these two short runs.
+    # PPO from the start (no imitation): the first update is evaluated, so a win rate shows at once.
     train_main([*TINY, "--bc-updates", "0", "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "2"])
     out = capsys.readouterr().out
     for text in (f"run directory: {run_dir}", str(run_dir / "last.pt"), str(run_dir / "progress.csv"),
@@ -202,23 +211,28 @@ def test_training_prints_where_its_outputs_go_and_a_summary(tmp_path: Path, caps
     assert summary["updates"] == 1 and summary["decisions"] == 64 and summary["stopped_by"] is None
     train_main([*TINY, "--bc-updates", "0", "--total-decisions", "128", "--run-dir", str(run_dir), "--seed", "2", "--resume"])
     out = capsys.readouterr().out
-    assert f"resumed from {run_dir / 'last.pt'}: update 1, 64 decisions, no evaluation yet" in out
+    assert f"resumed from {run_dir / 'last.pt'}: update 1, 64 decisions, best win rate vs simple " in out
     assert "finished: 2 updates, 128 decisions" in out
-    assert (run_dir / "progress.csv").read_text().count("\n") == 3  # header + one row per update
+    rows = (run_dir / "progress.csv").read_text().splitlines()[1:]
+    assert [row.split(",")[3] for row in rows if ",evaluation," not in row] == ["ppo", "ppo"]  # one row per update
 
 
 def test_bad_training_arguments_exit_2_with_a_message_before_anything_is_written(tmp_path: Path, capsys):
     from training.train import cli
 
     for flag, value, message in (("--num-tables", "0", "--num-tables must be at least 1"),
-                                 ("--gae-lambda", "1.5", "--gae-lambda must be in [0, 1]"),
-                                 ("--hidden", "100000", "--hidden must be in 1..4096"),
-                                 ("--learning-rate", "nan", "--learning-rate must be a positive number")):
+                                 ("--num-players", "5", "--num-players must be at least 0 and at most 4"),
+                                 ("--seed", "-1", "--seed must be at least 0"),
+                                 ("--rules", "bogus", "--rules 'bogus'; allowed: classic, penalty"),
+                                 ("--eval-matches", "0", "--eval-matches must be at least 1")):
         assert cli([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"]) == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / "never").exists()
-    with pytest.raises(SystemExit):  # argparse: an unknown preset
-        cli(["--rules", "bogus", "--run-dir", str(tmp_path / "never")])
+    with pytest.raises(ValueError, match=r"hyper.gae_lambda must be at least 0 and at most 1, got 1.5"):
+        run(TrainConfig(hyper=Hyperparameters(gae_lambda=1.5)), tmp_path / "never")
+    with pytest.raises(ValueError, match="hyper.learning_rate must be a finite number, got nan"):
+        run(TrainConfig(hyper=Hyperparameters(learning_rate=float("nan"))), tmp_path / "never")
+    assert not (tmp_path / "never").exists()
     assert cli([*TINY, "--run-dir", str(tmp_path / "x"), "--init-from", str(tmp_path / "missing.pt")]) == 2
     assert "missing.pt does not exist" in capsys.readouterr().err
 
@@ -228,7 +242,7 @@ def evaluated_run(tmp_path_factory) -> Path:
     """Two PPO updates after one of imitation, evaluated (4 mirrored matches) in the second process."""
     run_dir = tmp_path_factory.mktemp("evaluated")
     train_main([*TINY, "--total-decisions", "192", "--run-dir", str(run_dir), "--seed", "3",
-                "--eval-every", "1", "--eval-matches", "4", "--eval-max-rounds", "2"])
+                "--eval-every", "1", "--eval-matches", "4"])
     return run_dir
 
 
@@ -264,7 +278,14 @@ def test_plot_redraws_the_learning_curve_and_explains_what_is_missing(evaluated_
 
     assert plot_main([str(evaluated_run), "--out", str(tmp_path / "curve.png")]) == 0
     assert (tmp_path / "curve.png").stat().st_size > 0
-    assert plot_main([str(trained_run)]) == 1  # trained without an evaluation
+    unevaluated = tmp_path / "unevaluated"  # a run whose evaluations never finished
+    unevaluated.mkdir()
+    rows = (trained_run / "progress.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    blank = [",".join("" if header[i].startswith(("win_rate", "points_per_round_vs")) else value
+                      for i, value in enumerate(row.split(","))) for row in rows[1:] if ",evaluation," not in row]
+    (unevaluated / "progress.csv").write_text("\n".join([rows[0], *blank]) + "\n")
+    assert plot_main([str(unevaluated)]) == 1
     assert "no evaluation" in capsys.readouterr().err
     assert plot_main([str(tmp_path / "nowhere")]) == 2
     assert "progress.csv does not exist" in capsys.readouterr().err
@@ -308,7 +329,7 @@ def _alive(pid: int) -> bool:
 
 def _start_training(run_dir: Path, *extra: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "training.train", *TINY, "--total-decisions", "100000000", "--run-dir", str(run_dir),
-               "--eval-every", "1", "--eval-matches", "2", "--eval-max-rounds", "2", *extra]
+               "--eval-every", "1", "--eval-matches", "2", *extra]
     return subprocess.Popen(command, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
@@ -375,63 +396,30 @@ def test_sigterm_twice_stops_at_once_without_leaks(tmp_path: Path):
     assert not [pid for pid in children if _alive(pid)], "a child process outlived the trainer"
 
 
-# ----------------------------------------------------------------------------- the privileged critic
-
-
-def test_privileged_features_describe_the_hidden_cards():
-    from helpers import mask, new_round
-
-    from okgin_env.rules.cards import card_id
-    from training.features import NUM_PRIVILEGED_FEATURES, PRIVILEGED_STOCK_CARDS, privileged_features
-
-    state = new_round(["AS 2S 3S 4H 5H 6H 9C 9D KC KD", "2C 3C 4C 7D 8D 9H TH JH QS KS"], upcard="8S",
-                      stock="5C 6D 7S AH")
-    features = privileged_features(state, seat=0)
-    assert features.shape == (NUM_PRIVILEGED_FEATURES,)
-    cards = np.arange(52)
-    assert (np.flatnonzero(features[:52]) == np.flatnonzero((state.hands[1] >> cards) & 1)).all()
-    assert sorted(np.flatnonzero(features[52:104])) == sorted(state.stock)
-    for k, card in enumerate(["5C", "6D", "7S", "AH"][:PRIVILEGED_STOCK_CARDS]):
-        plane = features[(2 + k) * 52: (3 + k) * 52]
-        assert np.flatnonzero(plane).tolist() == [card_id(card)]
-    scalars = features[52 * (2 + PRIVILEGED_STOCK_CARDS):]
-    # Seat 1: 2C3C4C and 9H TH JH melded; 7D 8D QS KS left = 7 + 8 + 10 + 10.
-    assert scalars[0] == pytest.approx(35 / 50)
-    assert scalars[1] == 0.0  # 35 is over the knock limit of 8
-    # Seat 0 draws 5C: AS2S3S, 4H5H6H melded, best discard leaves 9C 9D KC KD... = 38 (5C kept or thrown).
-    from okgin_env.rules.melds import best_discard_deadwood_of_mask
-
-    assert scalars[2] == pytest.approx(best_discard_deadwood_of_mask(mask("AS 2S 3S 4H 5H 6H 9C 9D KC KD 5C")) / 50)
-
-
-def test_init_from_starts_from_the_given_weights_and_warms_up_the_critic_alone(trained_run: Path, tmp_path: Path):
-    start = load_checkpoint(trained_run / "last.pt")
+def test_init_from_starts_from_the_given_weights_without_imitation(trained_run: Path, tmp_path: Path):
     run_dir = tmp_path / "fine_tune"
-    train_main([*TINY, "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "4",  # one update
-                "--init-from", str(trained_run / "last.pt"), "--privileged-critic", "--critic-warmup-updates", "1"])
-    after = load_checkpoint(run_dir / "last.pt")
-    for key in start["model"]:  # the policy did not move during the critic's warm-up
-        assert torch.equal(start["model"][key], after["model"][key]), key
-    assert "critic" in after and "critic_optimizer" in after
-    assert "critic" in (run_dir / "progress.csv").read_text()
+    summary = train_main([*TINY, "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "4",  # one update
+                          "--init-from", str(trained_run / "last.pt")])
+    assert summary["updates"] == 1
+    assert "ppo" in (run_dir / "progress.csv").read_text().splitlines()[1]  # no imitation update
 
 
 def test_init_from_with_another_network_width_is_a_clear_error(trained_run: Path, tmp_path: Path):
-    with pytest.raises(ValueError, match="pass --hidden 192"):
-        train_main([*TINY, "--total-decisions", "128", "--run-dir", str(tmp_path / "x"), "--hidden", "64",
-                    "--init-from", str(trained_run / "last.pt")])
+    with pytest.raises(ValueError, match="the checkpoint has hidden=192; this run's network has Hyperparameters.hidden=64"):
+        train_main([*TINY, "--total-decisions", "128", "--run-dir", str(tmp_path / "x"),
+                    "--init-from", str(trained_run / "last.pt")], dataclasses.replace(TINY_HYPER, hidden=64))
 
 
 # ----------------------------------------------------------------------------- improvement by rollouts
 
 
 def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_policy(trained_run: Path, tmp_path: Path):
-    from training.improve import centred, label_decisions
-    from training.improve import main as improve_main
+    from training.improve import FitSettings, ImproveConfig, centred, run
+    from training.labelling import label_decisions
 
     job = (str(trained_run / "last.pt"), "classic", 5, 12)
     first, second = label_decisions(job), label_decisions(job)  # the arrays come back (the driver saves them)
-    assert first.keys() == {"obs", "ctx", "feat", "ids", "legal", "q", "scores", "round_points", "rounds"}
+    assert first.keys() == {"obs", "ctx", "feat", "ids", "legal", "q"}
     for key in first:  # same seed, same labels
         assert np.array_equal(first[key], second[key]), key
     legal, q = first["legal"], first["q"]
@@ -440,44 +428,19 @@ def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_poli
     row = torch.tensor([[1.0, 3.0, 8.0]])
     assert torch.allclose(centred(row, torch.tensor([[True, True, False]])), torch.tensor([[-1.0, 1.0, 0.0]]))
 
-    summary = improve_main(["--init-from", str(trained_run / "last.pt"), "--decisions", "24", "--workers", "1",
-                            "--epochs", "1", "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+    config = ImproveConfig(init_from=str(trained_run / "last.pt"), decisions=24, workers=1, eval_matches=0,
+                           fit=FitSettings(epochs=1))
+    summary = run(config, tmp_path / "improve", progress_bar=False)
     assert summary["labelled_decisions"] == 24
     assert play_short_match(load_policy(tmp_path / "improve" / "fitted.pt")) > 0
-
-    # A fit on the saved labels plus another run's (here the same run's, twice over).
-    again = improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels",
-                          str(tmp_path / "improve"), "--epochs", "1", "--eval-matches", "0",
-                          "--run-dir", str(tmp_path / "improve"), "--no-progress"])
+    # A fit on new labels plus another run's.
+    again = run(dataclasses.replace(config, seed=2, extra_labels=str(tmp_path / "improve")), tmp_path / "again",
+                progress_bar=False)
     assert again["labelled_decisions"] == 48
-    # Holding out whole label chunks (other matches): a run of two chunks holds out its second.
-    by_job = improve_main(["--init-from", str(trained_run / "last.pt"), "--decisions", "24", "--chunk", "12",
-                           "--workers", "1", "--epochs", "1", "--eval-matches", "0", "--validation-split", "jobs",
-                           "--run-dir", str(tmp_path / "by_job"), "--no-progress"])
-    assert (by_job["validation_split"], by_job["validation_decisions"]) == ("jobs", 12)
-    with pytest.raises(ValueError, match="holds out whole label chunks"):  # one chunk cannot be split by job
-        improve_main(["--init-from", str(trained_run / "last.pt"), "--decisions", "24", "--validation-split", "jobs",
-                      "--eval-matches", "0", "--run-dir", str(tmp_path / "never"), "--no-progress"])
-    assert not (tmp_path / "never" / "labels_0000.npz").exists()  # refused before labelling
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no labels_"):
-        improve_main(["--init-from", str(trained_run / "last.pt"), "--reuse-labels", "--extra-labels", str(tmp_path / "empty"),
-                      "--eval-matches", "0", "--run-dir", str(tmp_path / "improve"), "--no-progress"])
-
-
-def test_the_job_split_holds_out_the_runs_own_last_chunks_whole():
-    from training.improve import validation_order
-
-    # Chunks of 3, 4 and 5 decisions from this run, then 6 from an --extra-labels run.
-    order, held = validation_order([3, 4, 5, 6], own_chunks=3, fraction=0.3, split="jobs")
-    assert held == 5 and sorted(order[:held].tolist()) == [7, 8, 9, 10, 11]
-    assert sorted(order.tolist()) == list(range(18))  # every decision once: the rest are fitted
-    order, held = validation_order([3, 4, 5, 6], own_chunks=3, fraction=0.5, split="jobs")
-    assert held == 9 and sorted(order[:held].tolist()) == list(range(3, 12))
-    order, held = validation_order([3, 4, 5, 6], own_chunks=3, fraction=0.3, split="decisions")
-    assert held == 5 and sorted(order.tolist()) == list(range(18))
-    with pytest.raises(ValueError, match="it has 1"):
-        validation_order([3, 6], own_chunks=1, fraction=0.3, split="jobs")
+        run(dataclasses.replace(config, extra_labels=str(tmp_path / "empty")), tmp_path / "never")
+    assert not (tmp_path / "never").exists()
 
 
 def test_imitation_targets_ignore_the_padding_even_when_every_label_is_negative():
@@ -493,13 +456,17 @@ def test_imitation_targets_ignore_the_padding_even_when_every_label_is_negative(
     assert torch.isfinite(loss) and torch.isclose(loss, torch.log1p(torch.exp(torch.tensor(1.0))))
 
 
-@pytest.mark.parametrize("flag, value", [("--decisions", "0"), ("--workers", "0"), ("--q-scale", "0"),
-                                         ("--validation-fraction", "1.5")])
+@pytest.mark.parametrize("flag, value", [("--decisions", "0"), ("--workers", "0"), ("--objective", "imitate")])
 def test_improve_rejects_bad_arguments_before_doing_anything(tmp_path: Path, flag: str, value: str):
+    from training.improve import FitSettings, ImproveConfig, run
     from training.improve import main as improve_main
 
-    with pytest.raises(ValueError, match=flag.lstrip("-").split("-")[0]):
+    with pytest.raises(ValueError, match=flag):
         improve_main([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"])
+    for fit, message in (({"q_scale": 0.0}, "fit.q_scale must be above 0"),
+                         ({"validation_fraction": 1.5}, "fit.validation_fraction must be above 0 and at most 0.5")):
+        with pytest.raises(ValueError, match=message):
+            run(ImproveConfig(fit=FitSettings(**fit)), tmp_path / "never")
     assert not (tmp_path / "never").exists()
 
 
@@ -507,8 +474,9 @@ def test_improve_rejects_bad_arguments_before_doing_anything(tmp_path: Path, fla
 
 
 def test_distil_labels_the_teachers_choice_reproducibly_and_fits_towards_it(trained_run: Path, tmp_path: Path):
-    from training.distil import label_with_teacher
-    from training.distil import main as distil_main
+    from training.distil import DistilConfig, label_with_teacher
+    from training.distil import run as distil_run
+    from training.improve import FitSettings
     from training.policy import build_model
 
     job = (str(trained_run / "last.pt"), "classic", "search:rollouts=16", 7, 10)
@@ -521,15 +489,14 @@ def test_distil_labels_the_teachers_choice_reproducibly_and_fits_towards_it(trai
 
 
     run_dir = tmp_path / "distil"
-    summary = distil_main(["--init-from", str(trained_run / "last.pt"), "--teacher", "search:rollouts=16",
-                           "--decisions", "60", "--chunk", "30", "--workers", "1", "--epochs", "30",
-                           "--learning-rate", "3e-3", "--eval-matches", "0", "--run-dir", str(run_dir), "--no-progress"])
+    config = DistilConfig(init_from=str(trained_run / "last.pt"), teacher="search:rollouts=16", decisions=60,
+                          workers=1, eval_matches=0, fit=FitSettings(chunk=30, epochs=30, learning_rate=3e-3))
+    summary = distil_run(config, run_dir, progress_bar=False)
     assert summary["labelled_decisions"] == 60 and summary["teacher"] == "search:rollouts=16"
-    # Fitting towards the teacher raises the agreement with it on the decisions it was fitted on
-    # (the first chunk; the last is held out for the report).
-    assert (summary["validation_split"], summary["validation_decisions"]) == ("jobs", 30)
+    # Fitting towards the teacher raises the agreement with it on the decisions it was fitted on.
+    assert summary["validation_decisions"] == 3
     payload = torch.load(run_dir / "fitted.pt", weights_only=True)
-    labels = [np.load(path) for path in sorted(run_dir.glob("labels_*.npz"))[:-1]]
+    labels = [np.load(path) for path in sorted(run_dir.glob("labels_*.npz"))]
     data = {k: torch.from_numpy(np.concatenate([part[k] for part in labels])) for k in labels[0].files}
     start = load_checkpoint(trained_run / "last.pt")
     agreement = []
@@ -546,8 +513,7 @@ def test_distil_labels_the_teachers_choice_reproducibly_and_fits_towards_it(trai
 @pytest.mark.parametrize("options, message", [
     (["--teacher", "aggressor"], "held-out"), (["--teacher", "search:time_limit=0.05"], "rollouts"),
     (["--teacher", "search:rollouts=-1"], "rollouts"), (["--teacher", "nobody"], "unknown"),
-    (["--epochs", "-1"], "--epochs"), (["--learning-rate", "0"], "--learning-rate"), (["--eval-matches", "-2"], "--eval-matches"),
-    (["--decisions", "500", "--chunk", "500"], "whole label chunks"),
+    (["--decisions", "0"], "--decisions must be at least 1"), (["--eval-matches", "-2"], "--eval-matches"),
 ] + ([] if importlib.util.find_spec("ray") else [(["--ray-address", "local"], "needs Ray")]))
 def test_distil_refuses_bad_arguments_before_writing_anything(trained_run: Path, tmp_path: Path, options, message, capsys):
     from training.distil import cli as distil_cli
@@ -585,7 +551,7 @@ def test_penalty_training_with_self_play_smoke(tmp_path: Path, num_players: int)
     # Two updates of imitation then PPO with a quarter of the tables on self-play snapshots.
     run_dir = tmp_path / f"penalty{num_players}"
     train_main([*TINY, "--rules", "penalty", "--num-players", str(num_players), "--opponent-pool", "simple@3 self@1",
-                "--snapshot-every", "1", "--total-decisions", "256", "--run-dir", str(run_dir), "--seed", "5"])
+                "--total-decisions", "256", "--run-dir", str(run_dir), "--seed", "5"])
     payload = load_checkpoint(run_dir / "last.pt", rules="penalty", num_players=num_players)
     assert payload["metadata"]["num_players"] == num_players
     assert payload["metadata"]["args"]["opponent_pool"] == "simple@3 self@1"
@@ -599,7 +565,7 @@ def test_penalty_training_with_self_play_smoke(tmp_path: Path, num_players: int)
 
 @pytest.mark.parametrize("argv, message", [
     (["--rules", "classic", "--num-players", "3"], "--num-players 3"),
-    (["--rules", "penalty", "--num-players", "5"], "--num-players 5"),
+    (["--rules", "penalty", "--num-players", "5"], "--num-players must be at least 0 and at most 4, got 5"),
     (["--opponent-pool", "simple@2 nobody@1"], "unknown player 'nobody'"),
     (["--opponent-pool", "simple=2,self=1"], "write each entry as SPEC@WEIGHT"),
     (["--opponent-pool", "simple@0"], "must be a positive number"),
@@ -672,7 +638,7 @@ def test_snapshot_opponents_play_legal_moves_from_the_learners_weights():
 
     model = build_model({"observation_size": okgin_env.observation.layout_for(3).size, "hidden": 16})
     tables = VectorGymEnv(4, opponents="simple", rules="penalty", num_players=3, learner_seat="alternate")
-    pool = SnapshotPool(capacity=2, players=2, seed=1)
+    pool = SnapshotPool([1, 3], seed=1, capacity=2, players=2)
     pool.seat(model, 3, tables, [1, 3])
     pool.add(model)
     pool.refresh()
@@ -705,3 +671,32 @@ def test_shipped_penalty_checkpoints_load_and_play_legal_moves_in_every_seat(num
     other = 4 if num_players == 3 else 3
     with pytest.raises(CheckpointError, match=f"num_players={num_players}, not {other}"):
         load_policy(path, rules="penalty", num_players=other)
+
+
+@pytest.mark.parametrize("field, value", [("elapsed", "x"), ("update", float("nan")), ("update", "abc"),
+                                          ("decisions", -1e9), ("best_win_rate", 7.0)])
+def test_a_damaged_progress_in_last_pt_is_refused_on_resume(trained_run: Path, tmp_path: Path, field, value):
+    """Issue 42: ``--resume`` validates the state it continues from like a checkpoint."""
+    from training.policy import write_checkpoint
+
+    run_dir = tmp_path / "damaged"
+    run_dir.mkdir()
+    payload = load_checkpoint(trained_run / "last.pt")
+    payload["metadata"]["progress"][field] = value
+    write_checkpoint(run_dir / "last.pt", payload)
+    with pytest.raises(CheckpointError, match=f"progress {field} is"):
+        train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume"])
+
+
+@pytest.mark.parametrize("damage", ["shape", "nan"])
+def test_a_damaged_optimizer_state_is_refused_on_resume(trained_run: Path, tmp_path: Path, damage):
+    from training.policy import write_checkpoint
+
+    run_dir = tmp_path / "damaged"
+    run_dir.mkdir()
+    payload = load_checkpoint(trained_run / "last.pt")
+    state = payload["optimizer"]["state"][0]
+    state["exp_avg"] = torch.zeros(3) if damage == "shape" else torch.full_like(state["exp_avg"], float("nan"))
+    write_checkpoint(run_dir / "last.pt", payload)
+    with pytest.raises(CheckpointError, match="optimizer state does not fit"):
+        train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume"])

@@ -1,30 +1,141 @@
-"""A command line over a dataclass of arguments (each field has a default and a ``help``)."""
+"""Training settings as data: frozen dataclasses whose fields declare their help and range once.
+
+``setting(default, help, low=..., high=..., choices=...)`` declares a field; ``check_settings``
+is the one validator (a ``ValueError`` naming the first setting out of its range, as its flag);
+``parse_settings`` builds the command line from the fields. A field whose default is itself a
+settings dataclass (a stage's hyperparameters) is set from Python, not from the command line:
+the flags are what a user of the command reaches for, the rest has its documented default.
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import random
-from typing import TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
+
+from okgin_env.rules.config import is_int
 
 T = TypeVar("T")
 
 
-def parse_dataclass_args(cls: type[T], argv: list[str] | None, description: str) -> T:
-    """``--field-name VALUE`` for every field of ``cls``; booleans get ``--x/--no-x``."""
-    parser = argparse.ArgumentParser(description=description)
-    for item in dataclasses.fields(cls):
-        flag = f"--{item.name.replace('_', '-')}"
-        if isinstance(item.default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=item.default,
-                                help=item.metadata["help"])
+def setting(default: Any, help: str, *, low: float | None = None, high: float | None = None,
+            above: float | None = None, choices: tuple = (), budget: bool = False) -> Any:  # noqa: A002
+    """A settings field: its default, its help and its range (``low``/``high`` inclusive, ``above``
+    exclusive, or one of ``choices``), declared once for the command line and the validator.
+    ``budget``: how long the stage runs, which a resumed run may extend (``training.manifest``)."""
+    metadata = {"help": help, "low": low, "high": high, "above": above, "choices": tuple(choices), "budget": budget}
+    if dataclasses.is_dataclass(default):
+        return dataclasses.field(default_factory=lambda: default, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def flag_of(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+def _range_text(meta: dict) -> str:
+    if meta["choices"]:
+        return "one of " + ", ".join(map(str, meta["choices"]))
+    parts = []
+    if meta["low"] is not None:
+        parts.append(f"at least {meta['low']:g}" if isinstance(meta["low"], float) else f"at least {meta['low']}")
+    if meta["above"] is not None:
+        parts.append(f"above {meta['above']:g}")
+    if meta["high"] is not None:
+        parts.append(f"at most {meta['high']:g}" if isinstance(meta["high"], float) else f"at most {meta['high']}")
+    return " and ".join(parts)
+
+
+def check_settings(settings: Any, prefix: str = "") -> None:
+    """A ``ValueError`` naming the first field out of its declared range (types included: an int
+    field takes an int, not a bool; a float field a finite number); nested settings are checked too."""
+    for item in dataclasses.fields(settings):
+        value, meta = getattr(settings, item.name), item.metadata
+        name = f"{prefix}{item.name}" if prefix else flag_of(item.name)
+        if item.default is dataclasses.MISSING:  # nested settings (set from Python)
+            check_settings(value, prefix=f"{prefix}{item.name}.")
+            continue
+        kind = type(item.default)
+        if kind is bool:
+            ok = isinstance(value, bool)
+        elif kind is int:
+            ok = is_int(value)
+        elif kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         else:
-            parser.add_argument(flag, type=type(item.default), default=item.default,
-                                choices=item.metadata.get("choices"),
-                                help=f"{item.metadata['help']} (default: {item.default})")
-    return cls(**vars(parser.parse_args(argv)))
+            ok = isinstance(value, kind)
+        if not ok:
+            expected = {bool: "True or False", int: "an integer", float: "a finite number", str: "text"}.get(kind, kind.__name__)
+            raise ValueError(f"{name} must be {expected}, got {value!r}")
+        if meta.get("choices") and value not in meta["choices"]:
+            raise ValueError(f"{name} {value!r}; allowed: {', '.join(map(str, meta['choices']))}")
+        if kind in (int, float) and (
+            (meta.get("low") is not None and value < meta["low"])
+            or (meta.get("high") is not None and value > meta["high"])
+            or (meta.get("above") is not None and not value > meta["above"])
+        ):
+            raise ValueError(f"{name} must be {_range_text(meta)}, got {value}")
+
+
+def parse_settings(classes: Any, argv: list[str] | None, description: str, **defaults: Any) -> Any:
+    """``--field-name VALUE`` for every plain field of ``classes`` (one settings dataclass or a
+    tuple of them; booleans ``--x/--no-x``); nested settings keep their defaults. ``defaults``
+    replace the fields' own (a preset's). Each result is checked with ``check_settings``; one
+    instance per class comes back (a tuple for a tuple)."""
+    group = classes if isinstance(classes, tuple) else (classes,)
+    parser = argparse.ArgumentParser(description=description)
+    for cls in group:
+        for item in dataclasses.fields(cls):
+            if item.default is dataclasses.MISSING:  # nested settings: from Python only
+                continue
+            default = defaults.get(item.name, item.default)
+            if isinstance(item.default, bool):
+                parser.add_argument(flag_of(item.name), action=argparse.BooleanOptionalAction, default=default,
+                                    help=item.metadata["help"])
+            else:
+                shown = f"; {_range_text(item.metadata)}" if _range_text(item.metadata) else ""
+                parser.add_argument(flag_of(item.name), type=type(item.default), default=default,
+                                    help=f"{item.metadata['help']} (default: {default}{shown})")
+    values = vars(parser.parse_args(argv))
+    settings = []
+    for cls in group:
+        names = {item.name for item in dataclasses.fields(cls) if item.default is not dataclasses.MISSING}
+        one = cls(**{name: values[name] for name in names})
+        check_settings(one)
+        settings.append(one)
+    return tuple(settings) if isinstance(classes, tuple) else settings[0]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Where a stage writes and how it shows itself: not part of what it trains (no manifest entry)."""
+
+    run_dir: str = setting("runs/ppo", "the stage's folder: checkpoints, labels, logs and summary")
+    resume: bool = setting(False, "continue the run in --run-dir (refused if its settings differ)")
+    progress: bool = setting(True, "show progress bars")
+
+
+def make_run_dir(path: str | Path, flag: str = "--run-dir") -> Path:
+    """``path`` made a folder (with its parents); a ``ValueError`` in one line when it cannot be
+    (a file in the way, no permission, a device), before anything else is written."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not path.is_dir():
+            raise NotADirectoryError(f"{path} is not a folder")
+        probe = path / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ValueError(f"{flag} {path}: cannot be used as the run folder "
+                         f"({error.strerror or error}); give a folder that can be written") from None
+    return path
 
 
 def seed_everything(seed: int, torch_threads: int) -> None:
@@ -37,4 +148,4 @@ def seed_everything(seed: int, torch_threads: int) -> None:
     torch.set_num_threads(torch_threads)
 
 
-__all__ = ["parse_dataclass_args", "seed_everything"]
+__all__ = ["RunOptions", "check_settings", "flag_of", "make_run_dir", "parse_settings", "seed_everything", "setting"]

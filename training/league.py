@@ -7,18 +7,12 @@ two or three copies of one snapshot. Entries are separated by spaces, each a pla
 ``okgin_env.players`` that may teach (``simple``, ``search:rollouts=8``, a policy file; no
 held-out bot, no ``time_limit``) or ``self``, with ``@WEIGHT`` after it (default 1).
 
-Snapshots: every ``snapshot_every`` updates after imitation the learner's weights join a pool of
-the last ``capacity`` snapshots, and each self-play table is handed one of them, drawn at random,
+Snapshots: after the first update of PPO and then every ``SNAPSHOT_EVERY`` (10) updates the
+learner's weights join a pool of the last ``SNAPSHOT_CAPACITY`` (8) snapshots, and each self-play table is handed one of them, drawn at random,
 until the next refresh (so the learner meets a spread of its past selves, not just the latest).
 Until the first snapshot (during imitation) self-play tables play ``simple``. Snapshots sample
 their moves from the policy (not greedy), so that they do not repeat one line of play. They are
 not saved in ``last.pt``: a resumed run starts its pool again from the resumed weights.
-
-``--pool-sampling prioritized`` re-splits the tables every ``--reweight-every`` updates by
-``PrioritizedSampler``: each opponent's share of the tables is its pool weight scaled down by
-how often the learner already beats it (prioritized fictitious self-play, as in AlphaStar), so
-training time goes to the opponents it handles worst. A table handed to another opponent gets
-it at once (mid-match: the new opponent finishes the match from the scores it finds).
 """
 
 from __future__ import annotations
@@ -36,6 +30,10 @@ from .model import PolicyValueNet
 from .policy import encode_batch
 
 SELF = "self"
+# Self-play: the snapshots kept, those in play at once, and the updates between two snapshots.
+SNAPSHOT_CAPACITY = 8
+SNAPSHOT_PLAYERS = 4
+SNAPSHOT_EVERY = 10
 
 
 def check_training_player(spec: str, flag: str, config, purpose: str = "teach") -> None:
@@ -97,54 +95,6 @@ def split_tables(pool: dict[str, float], num_tables: int) -> list[str]:
     return tables
 
 
-class PrioritizedSampler:
-    """Prioritized fictitious self-play over the pool: more tables for the opponents the learner beats least.
-
-    Each opponent name keeps a running count of the learner's finished rounds against it and of
-    the rounds it won (both decayed by ``decay`` at every ``record``, so old results fade). Its
-    share of the tables is its pool weight times ``max(floor, (1 - win_rate) ** power)``: with
-    ``power`` 2 an opponent beaten in 80% of rounds gets a sixth of the share of one beaten in
-    50% (AlphaStar's "hard" weighting). ``floor`` keeps every opponent in play, so a result that
-    changes is seen again. Names without results yet keep their pool weight.
-    """
-
-    def __init__(self, pool: dict[str, float], power: float = 2.0, floor: float = 0.1, decay: float = 0.9):
-        if not (power >= 0 and 0 < floor <= 1 and 0 <= decay < 1):
-            raise ValueError(f"need power >= 0, 0 < floor <= 1 and 0 <= decay < 1; got {power}, {floor} and {decay}")
-        self.pool = dict(pool)
-        self.power, self.floor, self.decay = power, floor, decay
-        self.wins = dict.fromkeys(pool, 0.0)
-        self.rounds = dict.fromkeys(pool, 0.0)
-
-    def record(self, results: dict[str, tuple[float, float]]) -> None:
-        """``{name: (rounds won, rounds finished)}`` since the last call (names left out: none)."""
-        for name in self.pool:
-            won, finished = results.get(name, (0.0, 0.0))
-            if not 0 <= won <= finished:
-                raise ValueError(f"{name!r}: {won} rounds won of {finished} finished")
-            self.wins[name] = self.decay * self.wins[name] + won
-            self.rounds[name] = self.decay * self.rounds[name] + finished
-
-    def win_rate(self, name: str) -> float | None:
-        return self.wins[name] / self.rounds[name] if self.rounds[name] > 0 else None
-
-    def weights(self) -> dict[str, float]:
-        weights = {}
-        for name, weight in self.pool.items():
-            rate = self.win_rate(name)
-            weights[name] = weight if rate is None else weight * max(self.floor, (1.0 - rate) ** self.power)
-        return weights
-
-
-def table_results(names: list[str], wins: np.ndarray, rounds: np.ndarray) -> dict[str, tuple[float, float]]:
-    """Per-table round counts summed by each table's opponent name."""
-    results: dict[str, tuple[float, float]] = {}
-    for name, won, finished in zip(names, wins.tolist(), rounds.tolist()):
-        a, b = results.get(name, (0.0, 0.0))
-        results[name] = (a + won, b + finished)
-    return results
-
-
 class SnapshotOpponent:
     """A frozen copy of the learner's network as a batch opponent (``act_batch``), sampling its moves."""
 
@@ -167,17 +117,29 @@ class SnapshotOpponent:
 
 
 class SnapshotPool:
-    """The last ``capacity`` snapshots of the learner's weights, played by ``players`` opponents at a
-    time (each shared by a share of the self-play tables, so that each makes one batched forward
-    pass per opponent move rather than one per table)."""
+    """The last ``capacity`` snapshots of the learner's weights, played at the self-play ``tables``
+    by ``players`` opponents at a time (each shared by a share of those tables, so that each makes
+    one batched forward pass per opponent move rather than one per table). A snapshot is taken
+    after the first update of PPO and then every ``every`` updates."""
 
-    def __init__(self, capacity: int, players: int, seed: int):
-        self.capacity = capacity
-        self.players = players
+    def __init__(self, tables: list[int], seed: int, capacity: int = SNAPSHOT_CAPACITY,
+                 players: int = SNAPSHOT_PLAYERS, every: int = SNAPSHOT_EVERY):
+        self.tables = list(tables)
+        self.capacity, self.players, self.every = capacity, players, every
         self.states: list[dict[str, torch.Tensor]] = []
         self.opponents: list[SnapshotOpponent] = []
         self.seed = seed
         self.rng = random.Random(seed)
+
+    def after_update(self, model: PolicyValueNet, num_players: int, vector_env, update: int) -> None:
+        """After a PPO update: the first snapshot seats the opponents at the self-play tables, and
+        every ``every`` updates a new snapshot joins the pool and the opponents draw again."""
+        if not self.tables or (self.states and update % self.every != 0):
+            return
+        if not self.states:
+            self.seat(model, num_players, vector_env, self.tables)
+        self.add(model)
+        self.refresh()
 
     def seat(self, model: PolicyValueNet, num_players: int, tables, games: list[int]) -> None:
         """Create the opponents (from ``model``'s shape) and give them ``games`` of ``tables``, in turn."""
@@ -195,4 +157,4 @@ class SnapshotPool:
             opponent.load(self.rng.choice(self.states))
 
 
-__all__ = ["SELF", "check_training_player", "PrioritizedSampler", "SnapshotOpponent", "SnapshotPool", "parse_pool", "split_tables", "table_results"]
+__all__ = ["SELF", "SnapshotOpponent", "SnapshotPool", "check_training_player", "parse_pool", "split_tables"]

@@ -14,7 +14,7 @@ from torch import nn
 
 from okgin_env.rules.actions import NUM_ACTIONS
 
-from .features import NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_OUTLOOK_FEATURES, NUM_PRIVILEGED_FEATURES
+from .features import NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_OUTLOOK_FEATURES
 
 
 class PolicyValueNet(nn.Module):
@@ -67,25 +67,3 @@ def parameter_shapes(observation_size: int, hidden: int, outlook: bool = False) 
     with torch.device("meta"):
         model = PolicyValueNet(observation_size, hidden=hidden, outlook=outlook)
     return {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
-
-
-class PrivilegedCritic(nn.Module):
-    """Training-only value network: the observation plus hidden facts (``privileged_features``).
-
-    The policy never sees its inputs; it only scales the advantages the policy learns from. A
-    baseline that depends on hidden state but not on the action leaves the policy gradient
-    unbiased and cuts its variance (the asymmetric actor-critic used for imperfect-information games).
-    """
-
-    def __init__(self, observation_size: int, hidden: int = 256):
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(observation_size + NUM_CONTEXT_FEATURES + NUM_PRIVILEGED_FEATURES, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, 1),
-        )
-
-    def forward(self, observation: torch.Tensor, context: torch.Tensor, privileged: torch.Tensor) -> torch.Tensor:
-        return self.net(torch.cat([observation, context, privileged], dim=-1)).squeeze(-1)

@@ -31,8 +31,6 @@ from okgin_env.rules.round import Phase
 
 from .features import (
     MAX_LEGAL_ACTIONS,
-    NUM_ACTION_FEATURES,
-    NUM_OUTLOOK_FEATURES,
     decision_features,
     decision_features_batch,
 )
@@ -116,7 +114,8 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises several types for a damaged or unsafe file
         raise CheckpointError(f"checkpoint {path} cannot be read (corrupt or not a torch file): {error}") from None
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT or "model" not in payload:
+    if not isinstance(payload, dict) or not is_int(payload.get("format")) or payload["format"] != CHECKPOINT_FORMAT \
+            or "model" not in payload:
         raise CheckpointError(f"checkpoint {path} is not an okgin policy checkpoint (format {CHECKPOINT_FORMAT})")
     meta = payload.get("metadata")
     if not isinstance(meta, dict):
@@ -140,7 +139,7 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
 def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
     """Types and values of the fields the network and the rules are built from."""
     version = meta.get("observation_version")
-    if version != OBSERVATION_VERSION or not is_int(version):
+    if not is_int(version) or version != OBSERVATION_VERSION:
         raise CheckpointError(
             f"checkpoint {path} uses observation layout version {version}; this okgin_env uses version {OBSERVATION_VERSION}"
         )
@@ -148,7 +147,7 @@ def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
         if name not in meta:
             raise CheckpointError(f"checkpoint {path}: metadata has no {name!r}")
     rules, players, size, hidden = meta["rules"], meta["num_players"], meta["observation_size"], meta["hidden"]
-    if rules not in PRESETS:
+    if not isinstance(rules, str) or rules not in PRESETS:
         raise CheckpointError(f"checkpoint {path}: metadata rules={rules!r}; allowed: {', '.join(PRESETS)}")
     if not is_int(players):
         raise CheckpointError(f"checkpoint {path}: metadata num_players={players!r} is not an int")
@@ -178,8 +177,11 @@ def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -
         raise CheckpointError(f"checkpoint {path} does not match the network: missing {missing}, unexpected {unexpected}")
     for name, shape in shapes.items():
         tensor = state[name]
-        if not isinstance(tensor, torch.Tensor) or not tensor.is_floating_point():
-            raise CheckpointError(f"checkpoint {path}: weight {name} is not a floating-point tensor")
+        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
+            raise CheckpointError(f"checkpoint {path}: weight {name} is not a float32 tensor")
+        if tensor.layout != torch.strided or tensor.is_meta or tensor.device.type != "cpu":
+            raise CheckpointError(f"checkpoint {path}: weight {name} is not a dense tensor on the CPU "
+                                  f"(layout {tensor.layout}, device {tensor.device})")
         if tuple(tensor.shape) != shape:
             raise CheckpointError(
                 f"checkpoint {path} does not match the network: weight {name} has shape {tuple(tensor.shape)}, "
@@ -187,21 +189,6 @@ def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -
             )
         if not bool(torch.isfinite(tensor).all()):
             raise CheckpointError(f"checkpoint {path}: weight {name} holds NaN or infinite values")
-
-
-def with_outlook_inputs(payload: dict[str, Any]) -> dict[str, Any]:
-    """A checked payload (``load_checkpoint``) of a network without the outlook inputs, as one with
-    them that plays exactly the same: the scorer's first layer gets ``NUM_OUTLOOK_FEATURES`` input
-    columns of zeros after the 17 action features, so a fit can start using the new inputs from
-    the old policy (``training.improve --add-outlook-features``)."""
-    meta = payload["metadata"]
-    if meta.get("outlook_features", False):
-        raise ValueError("the checkpoint's network already reads the outlook features")
-    weight = payload["model"]["scorer_action.weight"]  # (hidden, action features + action embedding)
-    zeros = torch.zeros(weight.shape[0], NUM_OUTLOOK_FEATURES, dtype=weight.dtype)
-    widened = torch.cat([weight[:, :NUM_ACTION_FEATURES], zeros, weight[:, NUM_ACTION_FEATURES:]], dim=1)
-    return {**payload, "model": {**payload["model"], "scorer_action.weight": widened},
-            "metadata": {**meta, "outlook_features": True}}
 
 
 def build_model(metadata: dict[str, Any]) -> PolicyValueNet:

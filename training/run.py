@@ -147,12 +147,12 @@ def format_evaluation(result: dict[str, float]) -> str:
 class RunLog:
     """TensorBoard, ``progress.csv`` and the evaluations (which keep ``best.pt``) of one run."""
 
-    CSV_FIELDS = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "critic_loss", "entropy",
+    CSV_FIELDS = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "entropy",
                   "approx_kl", "clipfrac", "explained_variance", "train_points_per_round",
                   "win_rate_vs_simple", "win_rate_vs_random", "points_per_round_vs_simple"]
 
-    def __init__(self, files: RunFiles, fresh: bool, with_critic: bool):
-        self.files, self.with_critic = files, with_critic
+    def __init__(self, files: RunFiles, fresh: bool):
+        self.files = files
         self.last_evaluation: dict[str, float] = {}
         if fresh or not files.csv.exists():
             with open(files.csv, "w", newline="") as handle:
@@ -168,8 +168,7 @@ class RunLog:
         """Log one update to TensorBoard; its CSV row (written by ``write``)."""
         step = progress.decisions
         for key, value in stats.items():
-            if self.with_critic or key != "critic_loss":
-                self.writer.add_scalar(f"losses/{key}", value, step)
+            self.writer.add_scalar(f"losses/{key}", value, step)
         self.writer.add_scalar("charts/train_points_per_round_vs_simple", train_points, step)
         self.writer.add_scalar("charts/decisions_per_second", step / max(progress.elapsed, 1e-9), step)
         self.writer.add_scalar("charts/learning_rate", learning_rate, step)
