@@ -28,6 +28,7 @@ import pytest
 pytestmark = pytest.mark.integration
 ray = pytest.importorskip("ray")
 import training.improve as improve  # noqa: E402
+from training.labelling import label_decisions  # noqa: E402
 from training.policy import CheckpointError  # noqa: E402
 from training.workers import run_jobs  # noqa: E402
 
@@ -178,16 +179,16 @@ def cluster_address():
 
 
 def label_where(job):
-    """``improve.label_decisions(job)`` plus where it ran: the node's id and the packages shipped to
-    it ({name: source of its improve.py or __init__.py}, from the Ray runtime_env folders on sys.path;
+    """``training.labelling.label_decisions(job)`` plus where it ran: the node's id and the packages shipped to
+    it ({name: source of its labelling.py or __init__.py}, from the Ray runtime_env folders on sys.path;
     a node of this machine also sees the driver's sys.path, a node elsewhere only these)."""
     shipped = {}
     for entry in sys.path:
-        for name, file in (("okgin_env", "__init__.py"), ("training", "improve.py")):
+        for name, file in (("okgin_env", "__init__.py"), ("training", "labelling.py")):
             path = Path(entry) / name / file
             if "runtime_resources" in entry and path.is_file():
                 shipped[name] = path.read_bytes()
-    return ray.get_runtime_context().get_node_id(), improve.label_decisions(job), shipped
+    return ray.get_runtime_context().get_node_id(), label_decisions(job), shipped
 
 
 def _alive_nodes(address: str, want: int, timeout: float = 60.0) -> list[dict]:
@@ -207,18 +208,18 @@ def test_jobs_run_on_both_nodes_and_give_the_local_labels(cluster_address: str):
     nodes = _alive_nodes(cluster_address, want=2)
     assert len(nodes) == 2 and all(node["Resources"]["CPU"] == 1 for node in nodes)
 
-    # The test module's function goes by value (the workers do not have tests/); improve comes
+    # The test module's function goes by value (the workers do not have tests/); labelling comes
     # from the package the driver ships.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     jobs = [(str(CHECKPOINT), "classic", 300 + k, 3) for k in range(4)]
     on_ray = list(run_jobs(label_where, jobs, workers=2, ray_address=cluster_address, progress=False))
     assert not ray.is_initialized()  # run_jobs connected, and disconnected at the end
-    local = list(run_jobs(improve.label_decisions, jobs, workers=2, progress=False))
+    local = list(run_jobs(label_decisions, jobs, workers=2, progress=False))
 
     assert {node_id for node_id, _, _ in on_ray} == {node["NodeID"] for node in nodes}  # both nodes worked
     for (_, labels, shipped), expected in zip(on_ray, local, strict=True):  # in job order, identical
         assert shipped == {"okgin_env": (REPO / "okgin_env" / "__init__.py").read_bytes(),
-                           "training": (REPO / "training" / "improve.py").read_bytes()}
+                           "training": (REPO / "training" / "labelling.py").read_bytes()}
         assert labels.keys() == expected.keys() and labels["q"].shape[0] == 3
         for key in expected:
             assert labels[key].dtype == expected[key].dtype and np.array_equal(labels[key], expected[key]), key
@@ -226,16 +227,18 @@ def test_jobs_run_on_both_nodes_and_give_the_local_labels(cluster_address: str):
 
     # A job's exception comes back as an instance of its own class.
     with pytest.raises(CheckpointError, match="does not exist"):
-        list(run_jobs(improve.label_decisions, [(str(CHECKPOINT) + ".missing", "classic", 1, 2)], workers=1,
+        list(run_jobs(label_decisions, [(str(CHECKPOINT) + ".missing", "classic", 1, 2)], workers=1,
                       ray_address=cluster_address, progress=False))
     assert not ray.is_initialized()
 
 
 def test_improve_with_ray_address_writes_the_local_label_files(cluster_address: str, tmp_path: Path):
-    common = ["--init-from", str(CHECKPOINT), "--decisions", "8", "--chunk", "4", "--workers", "2",
-              "--epochs", "0", "--eval-matches", "0", "--no-progress"]
-    improve.main([*common, "--run-dir", str(tmp_path / "ray"), "--ray-address", cluster_address])
-    improve.main([*common, "--run-dir", str(tmp_path / "local")])
+    import dataclasses
+
+    config = improve.ImproveConfig(init_from=str(CHECKPOINT), decisions=8, workers=2, eval_matches=0,
+                                   fit=improve.FitSettings(chunk=4, epochs=0))
+    improve.run(dataclasses.replace(config, ray_address=cluster_address), tmp_path / "ray", progress_bar=False)
+    improve.run(config, tmp_path / "local", progress_bar=False)
     names = sorted(path.name for path in (tmp_path / "ray").glob("labels_*.npz"))
     assert names == ["labels_0000.npz", "labels_0001.npz"]
     for name in names:
