@@ -219,7 +219,7 @@ def test_improve_cli_exits_2_with_a_message(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("damage", ["manifest_list", "truncated_chunk", "empty_chunk"])
+@pytest.mark.parametrize("damage", ["manifest_list", "truncated_chunk", "empty_chunk", "no_q", "scalar_q"])
 def test_improve_resume_relabels_what_is_damaged(tmp_path, damage):
     """Issue 42: a damaged labels.json or label chunk on --resume is labelled again, not a traceback."""
     common = ["--init-from", CLASSIC, "--decisions", "8", "--workers", "1", "--eval-matches", "0", "--seed", "3",
@@ -228,8 +228,20 @@ def test_improve_resume_relabels_what_is_damaged(tmp_path, damage):
     first = np.load(tmp_path / "r" / "labels_0001.npz")["q"]
     if damage == "manifest_list":
         (tmp_path / "r" / "labels.json").write_text("[]")
+    elif damage in ("no_q", "scalar_q"):
+        with np.load(tmp_path / "r" / "labels_0001.npz") as chunk:
+            arrays = {key: chunk[key] for key in chunk.files if key != "q"}
+        np.savez(tmp_path / "r" / "labels_0001.npz", **arrays, **({"q": np.float32(1)} if damage == "scalar_q" else {}))
     else:
         chunk = tmp_path / "r" / "labels_0001.npz"
         chunk.write_bytes(b"" if damage == "empty_chunk" else chunk.read_bytes()[:200])
     improve([*common, "--resume"])
     np.testing.assert_array_equal(np.load(tmp_path / "r" / "labels_0001.npz")["q"], first)
+
+
+def test_a_folder_in_place_of_a_label_chunk_is_named(tmp_path):
+    common = ["--init-from", CLASSIC, "--decisions", "4", "--workers", "1", "--eval-matches", "0",
+              "--run-dir", str(tmp_path / "r")]
+    (tmp_path / "r" / "labels_0000.npz").mkdir(parents=True)
+    with pytest.raises(ValueError, match="labels_0000.npz is a folder where a label chunk belongs"):
+        improve([*common, "--resume"])

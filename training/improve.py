@@ -130,6 +130,8 @@ def label_chunks(run_dir: Path, manifest: dict, init_from: str, label, job_for, 
     done = finished_chunks(run_dir, manifest, sizes) if resume else {}
     for old in run_dir.glob("labels_*.npz"):
         if old not in done.values():
+            if old.is_dir() and not old.is_symlink():
+                raise ValueError(f"{old} is a folder where a label chunk belongs; remove it and run again")
             old.unlink()
     (run_dir / "labels.json").write_text(json.dumps(manifest))
     checkpoint = Path(init_from).read_bytes() if ray_address else str(Path(init_from).resolve())
@@ -254,8 +256,8 @@ def load_labels(chunks: list[Path]) -> dict[str, torch.Tensor]:
         try:
             with np.load(path) as chunk:
                 part = {key: chunk[key] for key in LABELLED_ARRAYS}
-            rows = {value.shape[0] for value in part.values()}
-            if len(rows) != 1 or part["q"].ndim != 2:
+            rows = {value.shape[0] if value.ndim else None for value in part.values()}
+            if len(rows) != 1 or None in rows or part["q"].ndim != 2:
                 raise ValueError("its arrays do not have one row per decision")
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
             raise ValueError(f"label chunk {path} cannot be read ({type(error).__name__}: {error}); "
