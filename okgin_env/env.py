@@ -18,7 +18,7 @@ offer goes around the table first. ``agent_selection`` always names the seat the
 layout; ``okgin_env.observation.decode(obs)`` returns the named parts). It holds exactly what the
 seat may know: own hand, the discard pile, the upcard and knock limit, cards each opponent is
 known to hold or declined/threw, stock size, phase, seats, match scores. The hands shown at a showdown
-are in every agent's ``infos["round_outcome"]`` (the knocker's face-down discard, ``knock_card``, in the knocker's alone); in the observation they appear only at the end
+are in every agent's ``infos["round_outcome"]`` (an after-the-round record, the knocker's face-down discard ``knock_card`` included, as in game records; never in an observation); in the observation they appear only at the end
 of the episode (in a match, the next round is dealt within the same step). The action mask of an agent that is not to act is all
 zeros.
 
@@ -289,10 +289,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         # Only the last outcome is kept (memory stays flat in long matches); each is in infos and last_round_outcome.
         del match.outcomes[:-1]
         for agent in self.agents:  # each agent its own dict: one agent's change is not seen by the others
-            info = outcome.to_dict()
-            if self.agent_name_mapping[agent] != outcome.knocker:
-                info["knock_card"] = None  # the knocker's discard stays face down: only the knocker knows it
-            self.infos[agent]["round_outcome"] = info
+            self.infos[agent]["round_outcome"] = outcome.to_dict()
         end = end_of_round(outcome, match, self.episode, self.reward_mode, self.max_rounds)
         if end.rewards is not None:
             for agent, value in zip(self.possible_agents, end.rewards):

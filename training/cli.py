@@ -41,7 +41,7 @@ def flag_of(name: str) -> str:
 
 def _range_text(meta: dict) -> str:
     if meta["choices"]:
-        return "one of " + ", ".join(map(str, meta["choices"]))
+        return "one of " + ", ".join(str(choice) if choice != "" else "empty" for choice in meta["choices"])
     parts = []
     if meta["low"] is not None:
         parts.append(f"at least {meta['low']:g}" if isinstance(meta["low"], float) else f"at least {meta['low']}")
@@ -101,7 +101,7 @@ def parse_settings(classes: Any, argv: list[str] | None, description: str, **def
             else:
                 shown = f"; {_range_text(item.metadata)}" if _range_text(item.metadata) else ""
                 parser.add_argument(flag_of(item.name), type=type(item.default), default=default,
-                                    help=f"{item.metadata['help']} (default: {default}{shown})")
+                                    help=f"{item.metadata['help']} (default: {default if default != '' else 'empty'}{shown})")
     values = vars(parser.parse_args(argv))
     settings = []
     for cls in group:
@@ -116,7 +116,7 @@ def parse_settings(classes: Any, argv: list[str] | None, description: str, **def
 class RunOptions:
     """Where a stage writes and how it shows itself: not part of what it trains (no manifest entry)."""
 
-    run_dir: str = setting("runs/ppo", "the stage's folder: checkpoints, labels, logs and summary")
+    run_dir: str = setting("runs/ppo", "the run's folder: checkpoints, labels, logs and summary")
     resume: bool = setting(False, "continue the run in --run-dir (refused if its settings differ)")
     progress: bool = setting(True, "show progress bars")
 

@@ -7,10 +7,9 @@ little each; their uniform average keeps what the fits agree on and averages out
 each one learned from its own labels' noise. It is a plain mean of every tensor.
 
 Every input is read with ``training.policy.load_checkpoint`` (``weights_only=True``, validated:
-exactly the network's floating-point tensors, of the shapes its metadata gives), and all must be
-made for the same table (rules preset and player count) with the same network (the same
-observation size, hidden width and outlook inputs, hence the same tensors and shapes, and the same
-dtypes); a mismatch is an error that names the two files and what differs, and nothing is written. The output is written
+exactly the network's dense float32 CPU tensors, of the shapes its metadata gives), and all must
+be made for the same table (rules preset and player count) with the same network (the same
+observation size, hidden width and outlook inputs, hence the same tensors and shapes); a mismatch is an error that names the two files and what differs, and nothing is written. The output is written
 atomically (an existing ``--out`` is replaced; it may be one of the inputs, which are all read
 first), loads with ``training.load_policy`` like any policy file, and keeps the first input's
 metadata, with ``averaged_from`` added: each input's path and the sha256 of its bytes.
@@ -46,9 +45,6 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
             if mine != theirs:
                 raise ValueError(f"{path} has {key} {theirs!r}, {first_path} has {mine!r}: only files of one "
                                  "table and one network can be averaged")
-        for name, tensor in payload["model"].items():
-            if tensor.dtype != first["model"][name].dtype:
-                raise ValueError(f"{path}: tensor {name} is {tensor.dtype}, in {first_path} {first['model'][name].dtype}")
     model = {name: torch.stack([payload["model"][name] for payload in payloads]).mean(dim=0)
              for name in first["model"]}
     sources = [{"path": str(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()} for path in paths]
