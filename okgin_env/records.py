@@ -24,7 +24,8 @@ dealer and the game's ``scores``, ``winner`` and ``truncated`` are compared with
 first difference raises ``RecordMismatch`` naming the game, round and action (indices from 0).
 
 ``replay_steps(record)`` yields the same replay step by step (a ``ReplayStep`` with a copy of
-the round state, every hand visible), for replay viewers. A ``GameRecord`` built by hand is
+the round state, every hand visible), for replay viewers; ``replay_round(config, entry)`` plays
+one recorded round alone on a live state (the web replay's frames). A ``GameRecord`` built by hand is
 checked as a read one is before it is replayed. ``python -m okgin_env.records FILE`` checks a
 file: exit 0 when every game replays, 1 on a mismatch, 2 on a malformed file (one line).
 
@@ -355,6 +356,23 @@ class _RecordedShuffles:
         self.used += 1
         position = {card: i for i, card in enumerate(under)}
         return [position[card] for card in reversed(order)]  # the stock lists its top card last
+
+
+def replay_round(config: RulesConfig, entry: Mapping[str, Any]) -> Iterator[tuple[int | None, int | None, RoundState]]:
+    """``(action, seat, state)`` for the deal (``None, None``) and each action of one recorded round
+    (``entry``: one of a record's ``rounds``), played on one live ``RoundState`` from the round's
+    own deck and dealer, the stock reshuffled in the recorded orders. For a round that ``replay``
+    has checked: every action is then legal and the reshuffle orders are those the round draws
+    (unchecked, an illegal action raises as ``RoundState.apply`` does)."""
+    shuffles = _RecordedShuffles(entry.get("reshuffles", ()))
+    state = RoundState(config, entry["deck"], entry["dealer"], rng=shuffles)  # type: ignore[arg-type]
+    yield None, None, state
+    for action in entry["actions"]:
+        seat = state.current
+        if DISCARD_BASE <= action < KNOCK_BASE:
+            shuffles.pile = list(state.discard_pile)  # the cards a reshuffle after this discard takes
+        state.apply(action)
+        yield action, seat, state
 
 
 def replay(record: GameRecord, game: int = 0) -> list[RoundOutcome]:

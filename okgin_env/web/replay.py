@@ -36,7 +36,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from ..rules.actions import DISCARD_BASE, KNOCK_BASE, action_str
+from ..rules.actions import action_str
 from ..rules.round import Phase, RoundState
 from . import payload
 from .game import GameError, shown
@@ -118,24 +118,11 @@ def game_outline(record: Any) -> dict[str, Any]:
 
 
 def _round_steps(record: Any, round_index: int) -> Iterator[tuple[int | None, int | None, RoundState]]:
-    """``(action, seat, state)`` for the deal (``None, None``) and each action of one round, played
-    on one live ``RoundState`` from the round's own deck and dealer. Only for a game that
-    ``okgin_env.records.replay`` has checked: every action is then legal, and the recorded reshuffle
-    orders are those the round draws."""
+    """``(action, seat, state)`` of one round of a checked game (``okgin_env.records.replay_round``)."""
     from ..env import raw_env
-    from ..records import _RecordedShuffles  # the records' stand-in for a round's generator
+    from ..records import replay_round
 
-    config = raw_env(**record.env).config
-    entry = record.rounds[round_index]
-    shuffles = _RecordedShuffles(entry.get("reshuffles", ()))
-    state = RoundState(config, entry["deck"], entry["dealer"], rng=shuffles)  # type: ignore[arg-type]
-    yield None, None, state
-    for action in entry["actions"]:
-        seat = state.current
-        if DISCARD_BASE <= action < KNOCK_BASE:
-            shuffles.pile = list(state.discard_pile)  # the cards a reshuffle after this discard takes
-        state.apply(action)
-        yield action, seat, state
+    return replay_round(raw_env(**record.env).config, record.rounds[round_index])
 
 
 def round_frames(record: Any, round_index: int) -> list[dict[str, Any]]:
