@@ -344,9 +344,13 @@ def test_sessions_played_at_once_from_threads_stay_apart():
     client, games = make_client(opponent="simple", seed=6, target_score=30)
     failures: list[str] = []
 
+    # The apps are built here: Flask compiles its routes with ast.parse, which CPython 3.11 does not
+    # make safe across threads ("AST constructor recursion depth mismatch"); the sessions run in threads.
+    clients = [server.create_app(games).test_client() for _ in range(3)]
+
     def worker(index: int) -> None:
         try:
-            play_through(server.create_app(games).test_client(), games, random.Random(index), matches=1)
+            play_through(clients[index], games, random.Random(index), matches=1)
         except AssertionError as error:  # pragma: no cover - reported below
             failures.append(str(error))
 
