@@ -105,6 +105,13 @@ def bot_help(purpose: str = "play") -> str:
     return f"{usable} (settings as search:rollouts=64){extra}, or a policy file ending in .pt"
 
 
+def unknown_player(text: str, purpose: str = "play") -> ValueError:
+    """The error for a spec that names no bot and no policy file, listing what ``purpose`` takes."""
+    hint = " ('simple' is one bot: it plays engine states with act_states and observations with act)" \
+        if parse_bot_spec(text)[0] == "simple_obs" else ""
+    return ValueError(f"unknown player {text!r}{hint}; expected {bot_help(purpose)}")
+
+
 def player_label(spec: Any) -> str:
     """A short name for ``spec`` in tables, records and pages."""
     if isinstance(spec, (str, os.PathLike)):
@@ -127,9 +134,7 @@ def make_player(spec: Any, *, seed: int | None = None, rules: str | RulesConfig 
         name, settings = parse_bot_spec(os.fspath(spec))
         bots = _bots()
         if name not in bots:
-            hint = " ('simple' is one bot: it plays engine states with act_states and observations with act)" \
-                if name == "simple_obs" else ""
-            raise ValueError(f"unknown player {os.fspath(spec)!r}{hint}; expected {bot_help()}")
+            raise unknown_player(os.fspath(spec))
         for key, why in RESERVED_SETTINGS.items():
             if key in settings:
                 raise ValueError(f"player {os.fspath(spec)!r}: {key!r} cannot be set in a player spec; {why}")
@@ -153,6 +158,8 @@ def check_player(spec: Any, rules: str | RulesConfig | None = None, *, purpose: 
     if not isinstance(spec, (str, os.PathLike)) or not isinstance(os.fspath(spec), str):
         raise ValueError(f"cannot make a player from {spec!r}; expected {FORMS}")
     text = os.fspath(spec)
+    if not is_policy_file(text) and parse_bot_spec(text)[0] not in _bots():
+        raise unknown_player(text, purpose)
     if purpose != "play" and not is_policy_file(text):
         name, settings = parse_bot_spec(text)
         if name in _held_out():

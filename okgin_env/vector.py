@@ -63,8 +63,8 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
       ``k % num_players``, like ``GymEnv``.
 
     ``opponents`` (see ``okgin_env.opponents``; default ``"simple"``, like ``GymEnv``; ``None``
-    is ``"random"``, uniform legal and batched): a bot name (``"random"``, ``"simple"`` — the simple bot on engine states —,
-    ``"simple_obs"``, ``"search"``), an object with ``act_batch(observations, masks)`` or
+    is ``"random"``, uniform legal and batched): a player spec of ``okgin_env.players`` (``"simple"``,
+    which plays engine states through ``act_states``, ``"search:rollouts=8"``, a policy file), an object with ``act_batch(observations, masks)`` or
     ``act_states(round_states)``, or any policy with ``act(observation_dict) -> int`` (called once
     per game); or a list of ``num_envs`` of those, one per game (a league: ``set_opponent(i, policy)``
     changes game ``i``'s opponent between episodes; ``opponents`` is the list in use). A game's

@@ -184,9 +184,13 @@ def test_improve_resumes_labelling_from_the_chunks_written_before(tmp_path):
     improve(["--init-from", str(copy), *common[2:], "--run-dir", str(first), "--resume"])
     assert (first / "labels_0000.npz").stat().st_mtime_ns == kept
     assert json.loads((first / "labels.json").read_text())["init_from"].startswith("sha256:")
-    # Another seed: the old chunks are not the labels asked for and are labelled afresh.
-    improve([*common[:-1], "4", "--run-dir", str(first), "--resume"])
-    assert (first / "labels_0000.npz").stat().st_mtime_ns != kept
+    # Another seed: the resume is refused (its chunks are not the labels asked for), nothing is removed;
+    # more workers are how it runs, not what it labels.
+    with pytest.raises(ValueError, match="seed: 3 -> 4"):
+        improve([*common[:-1], "4", "--run-dir", str(first), "--resume"])
+    assert (first / "labels_0000.npz").stat().st_mtime_ns == kept
+    improve([*common[:5], "2", *common[6:], "--run-dir", str(first), "--resume"])
+    assert (first / "labels_0000.npz").stat().st_mtime_ns == kept
     assert not list(first.glob("partial_*"))
 
 

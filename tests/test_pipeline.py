@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import signal
 import subprocess
@@ -216,3 +217,40 @@ def test_sigterm_in_an_improvement_stage_stops_the_pipeline_with_a_message(tmp_p
         pytest.skip("the pipeline finished before the signal")
     assert process.returncode == 130, err
     assert "stopped (SIGTERM); continue with: python -m training.pipeline --quick" in err
+
+
+def test_a_resume_whose_stages_were_planned_otherwise_is_refused(tmp_path, monkeypatch, capsys):
+    """The recipe or a stage's settings changed since the run started: refused, naming the stages."""
+    import training.pipeline as pipeline
+
+    def stopped(*_args, **_kwargs):
+        raise pipeline.StageStopped("SIGINT")
+
+    run_dir = tmp_path / "p"
+    argv = ["--quick", "--run-dir", str(run_dir), "--no-progress"]
+    monkeypatch.setattr(pipeline, "run_stage", stopped)
+    assert cli(argv) == 130
+    record = json.loads((run_dir / "pipeline.json").read_text())
+    record["stages_planned"]["improve2"]["decisions"] = 41
+    (run_dir / "pipeline.json").write_text(json.dumps(record))
+    assert cli([*argv, "--resume"]) == 2
+    assert "improve2 differ" in capsys.readouterr().err
+    record["stages_planned"]["improve2"]["decisions"] = 40
+    record["stages_planned"]["improve2"]["workers"] = 7  # how a stage runs may change
+    (run_dir / "pipeline.json").write_text(json.dumps(record))
+    assert cli([*argv, "--resume"]) == 130
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="Ray is installed here")
+def test_a_ray_address_without_ray_is_refused_before_any_stage(tmp_path, capsys):
+    assert cli(["--quick", "--ray-address", "local", "--run-dir", str(tmp_path / "p"), "--no-progress"]) == 2
+    assert "Ray" in capsys.readouterr().err and not (tmp_path / "p").exists()
+
+
+def test_a_bad_stage_setting_is_found_before_the_first_stage(tmp_path, monkeypatch, capsys):
+    import training.pipeline as pipeline
+
+    bad = dataclasses.replace(RECIPES["classic"], steps=(Step(10, rollout_player="aggressor"),))
+    monkeypatch.setitem(pipeline.RECIPES, "classic", bad)
+    assert cli(["--run-dir", str(tmp_path / "p"), "--no-progress"]) == 2
+    assert "stage improve1:" in capsys.readouterr().err and not (tmp_path / "p").exists()

@@ -700,3 +700,16 @@ def test_a_damaged_optimizer_state_is_refused_on_resume(trained_run: Path, tmp_p
     write_checkpoint(run_dir / "last.pt", payload)
     with pytest.raises(CheckpointError, match="optimizer state does not fit"):
         train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume"])
+
+
+def test_a_resume_with_other_settings_than_last_pt_was_trained_with_is_refused(trained_run: Path, tmp_path: Path):
+    """The settings recorded in last.pt decide (a later fresh start that failed may have rewritten
+    config.json); a budget may grow."""
+    run_dir = tmp_path / "other"
+    run_dir.mkdir()
+    (run_dir / "last.pt").write_bytes((trained_run / "last.pt").read_bytes())
+    with pytest.raises(ValueError, match="seed: 3 -> 7"):
+        train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "7", "--resume"])
+    with pytest.raises(ValueError, match="bc_teacher: 'simple' -> 'lookahead'"):
+        train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume",
+                    "--bc-teacher", "lookahead"])

@@ -25,11 +25,14 @@ T = TypeVar("T")
 
 
 def setting(default: Any, help: str, *, low: float | None = None, high: float | None = None,
-            above: float | None = None, choices: tuple = (), budget: bool = False) -> Any:  # noqa: A002
+            above: float | None = None, choices: tuple = (), budget: bool = False,
+            runtime: bool = False) -> Any:  # noqa: A002
     """A settings field: its default, its help and its range (``low``/``high`` inclusive, ``above``
     exclusive, or one of ``choices``), declared once for the command line and the validator.
-    ``budget``: how long the stage runs, which a resumed run may extend (``training.manifest``)."""
-    metadata = {"help": help, "low": low, "high": high, "above": above, "choices": tuple(choices), "budget": budget}
+    ``budget``: how long the stage runs, which a resumed run may extend; ``runtime``: how it runs
+    (processes, a cluster), not what it makes; a resume may change both (``training.manifest``)."""
+    metadata = {"help": help, "low": low, "high": high, "above": above, "choices": tuple(choices), "budget": budget,
+                "runtime": runtime}
     if dataclasses.is_dataclass(default):
         return dataclasses.field(default_factory=lambda: default, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -74,7 +77,7 @@ def check_settings(settings: Any, prefix: str = "") -> None:
             expected = {bool: "True or False", int: "an integer", float: "a finite number", str: "text"}.get(kind, kind.__name__)
             raise ValueError(f"{name} must be {expected}, got {value!r}")
         if meta.get("choices") and value not in meta["choices"]:
-            raise ValueError(f"{name} {value!r}; allowed: {', '.join(map(str, meta['choices']))}")
+            raise ValueError(f"{name} {value!r}; allowed: {_range_text(meta).removeprefix('one of ')}")
         if kind in (int, float) and (
             (meta.get("low") is not None and value < meta["low"])
             or (meta.get("high") is not None and value > meta["high"])
@@ -83,13 +86,14 @@ def check_settings(settings: Any, prefix: str = "") -> None:
             raise ValueError(f"{name} must be {_range_text(meta)}, got {value}")
 
 
-def parse_settings(classes: Any, argv: list[str] | None, description: str, **defaults: Any) -> Any:
+def parse_settings(classes: Any, argv: list[str] | None, description: str, prog: str | None = None,
+                   **defaults: Any) -> Any:
     """``--field-name VALUE`` for every plain field of ``classes`` (one settings dataclass or a
     tuple of them; booleans ``--x/--no-x``); nested settings keep their defaults. ``defaults``
     replace the fields' own (a preset's). Each result is checked with ``check_settings``; one
     instance per class comes back (a tuple for a tuple)."""
     group = classes if isinstance(classes, tuple) else (classes,)
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     for cls in group:
         for item in dataclasses.fields(cls):
             if item.default is dataclasses.MISSING:  # nested settings: from Python only

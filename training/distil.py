@@ -48,7 +48,7 @@ from .improve import FitSettings, checkpoint_identity, chunk_sizes, fit_and_eval
 from .league import check_training_player
 from .labelling import checkpoint_file, labelling_config, play_learner_matches, record_inputs
 from .policy import load_checkpoint, load_policy
-from .manifest import write_manifest
+from .manifest import check_manifest, write_manifest
 from .workers import require_ray
 
 PROG = "python -m training.distil"
@@ -64,13 +64,14 @@ class DistilConfig:
     seed: int = setting(1, "seed for the deals, the bots and the fit", low=0)
     decisions: int = setting(40_000, "decisions labelled by the teacher (all workers)", low=1)
     eval_matches: int = setting(1000, "matches against simple for each of start and fitted (0: none)", low=0)
-    workers: int = setting(2, "labelling and evaluation processes", low=1, high=256)
-    ray_address: str = setting("", "label on this Ray cluster (see training.workers); empty: local processes")
+    workers: int = setting(2, "labelling and evaluation processes", low=1, high=256, runtime=True)
+    ray_address: str = setting("", "label on this Ray cluster (see training.workers); empty: local processes",
+                               runtime=True)
     fit: FitSettings = setting(FitSettings(chunk=500), "the labelling jobs' size and the fit's constants (from Python)")
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[DistilConfig, RunOptions]:
-    return parse_settings((DistilConfig, RunOptions), argv, __doc__.splitlines()[0], run_dir="runs/distil")
+    return parse_settings((DistilConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG, run_dir="runs/distil")
 
 
 # ----------------------------------------------------------------------------- labelling (worker processes)
@@ -119,8 +120,11 @@ def run(config: DistilConfig, run_dir: str | Path, *, resume: bool = False, prog
     start = load_checkpoint(config.init_from)  # validated before anything is built from it
     rules = start["metadata"]["rules"]
     check_training_player(config.teacher, "--teacher", labelling_config(config.init_from, rules))  # fails now
+    recorded = dataclasses.replace(config, init_from=checkpoint_identity(config.init_from))  # (as improve does)
+    if resume:
+        check_manifest(run_dir, recorded)
     make_run_dir(run_dir)
-    write_manifest(run_dir, config)
+    write_manifest(run_dir, recorded)
     seed_everything(config.seed, torch_threads=1)
 
     manifest = {"init_from": checkpoint_identity(config.init_from), "rules": rules, "teacher": config.teacher,

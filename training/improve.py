@@ -58,7 +58,7 @@ from okgin_env.rules.config import make_config
 
 from .cli import RunOptions, check_settings, make_run_dir, parse_settings, seed_everything, setting
 from .labelling import check_rollout_player, label_decisions
-from .manifest import write_manifest
+from .manifest import check_manifest, write_manifest
 from .policy import build_model, load_checkpoint, save_checkpoint
 from .workers import require_ray, run_jobs
 
@@ -96,9 +96,10 @@ class ImproveConfig:
                                   "no time_limit): each label then values the action followed by that bot's play")
     extra_labels: str = setting("", "comma-separated run folders whose labels are added to the fit (after this run's)")
     eval_matches: int = setting(1000, "matches against simple for each of start and fitted (0: none)", low=0)
-    workers: int = setting(2, "labelling and evaluation processes", low=1, high=256)
+    workers: int = setting(2, "labelling and evaluation processes", low=1, high=256, runtime=True)
     ray_address: str = setting("", "label on a Ray cluster at this address (HOST:PORT, auto, or local for a private "
-                               "instance with --workers CPUs; see training/workers.py); same jobs, same labels")
+                               "instance with --workers CPUs; see training/workers.py); same jobs, same labels",
+                               runtime=True)
     fit: FitSettings = setting(FitSettings(), "the labelling jobs' size and the fit's constants (from Python)")
 
 
@@ -286,8 +287,12 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
         if not found:
             raise FileNotFoundError(f"--extra-labels {extra}: no labels_*.npz there")
         extra_chunks += found
+    # The start is named by its bytes' hash, so that the same checkpoint resumes from another path.
+    recorded = dataclasses.replace(config, init_from=checkpoint_identity(config.init_from))
+    if resume:
+        check_manifest(run_dir, recorded)  # (its chunks would be labelled afresh otherwise)
     run_dir = make_run_dir(run_dir)
-    write_manifest(run_dir, config)
+    write_manifest(run_dir, recorded)
 
     # Seeding: one block for every source of randomness.
     seed_everything(config.seed, torch_threads=1)
@@ -395,7 +400,7 @@ def describe_result(result: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[ImproveConfig, RunOptions]:
-    return parse_settings((ImproveConfig, RunOptions), argv, __doc__.splitlines()[0], run_dir="runs/improve")
+    return parse_settings((ImproveConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG, run_dir="runs/improve")
 
 
 def main(argv: list[str] | None = None) -> dict:

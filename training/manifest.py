@@ -24,8 +24,10 @@ def config_dict(config: Any) -> dict[str, Any]:
 
 
 def budget_fields(config: Any) -> set[str]:
-    """The fields declared as budgets (``setting(..., budget=True)``): a resume may change them."""
-    return {item.name for item in dataclasses.fields(config) if item.metadata.get("budget")}
+    """The fields a resume may change: budgets and how the stage runs (``setting(..., budget=True)``
+    or ``runtime=True``)."""
+    return {item.name for item in dataclasses.fields(config)
+            if item.metadata.get("budget") or item.metadata.get("runtime")}
 
 
 def config_hash(config: Any) -> str:
@@ -66,14 +68,19 @@ def check_manifest(run_dir: str | Path, config: Any) -> None:
             raise TypeError("config is not an object")
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} is damaged ({type(error).__name__}: {error}); start a new run in another folder") from None
-    if record.get("hash") == config_hash(config):
-        return
+    check_same_settings(recorded, config, f"the run in {Path(run_dir)}")
+
+
+def check_same_settings(recorded: dict[str, Any], config: Any, what: str) -> None:
+    """A ``ValueError`` naming each setting of ``config`` that differs from ``recorded`` (a
+    ``config_dict``), budgets and runtime fields left out."""
     old, new = _flat(recorded), _flat(config_dict(config))
+    free = budget_fields(config)
     differing = [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(set(old) | set(new))
-                 if old.get(key) != new.get(key) and key not in budget_fields(config)]
-    raise ValueError(f"--resume with other settings than the run in {Path(run_dir)} was started with "
-                     f"({'; '.join(differing) or 'recorded under another version'}); resume with its settings, "
-                     "or start a new run in another folder")
+                 if old.get(key) != new.get(key) and key not in free]
+    if differing:
+        raise ValueError(f"--resume with other settings than {what} was started with ({'; '.join(differing)}); "
+                         "resume with its settings, or start a new run in another folder")
 
 
-__all__ = ["MANIFEST", "check_manifest", "config_dict", "config_hash", "write_manifest"]
+__all__ = ["MANIFEST", "check_manifest", "check_same_settings", "config_dict", "config_hash", "write_manifest"]

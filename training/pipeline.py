@@ -151,8 +151,10 @@ class PipelineConfig:
     seed: int = setting(1, "seed of the PPO stage; improvement step k uses seed + 9 + k", low=0)
     eval_matches: int = setting(1000, "mirrored matches against simple for the start and the fitted policy of each step",
                                 low=0)
-    workers: int = setting(2, "labelling and evaluation processes (or Ray CPUs with --ray-address local)", low=1, high=256)
-    ray_address: str = setting("", "label on this Ray cluster (see training.workers); empty: local processes")
+    workers: int = setting(2, "labelling and evaluation processes (or Ray CPUs with --ray-address local)", low=1,
+                           high=256, runtime=True)
+    ray_address: str = setting("", "label on this Ray cluster (see training.workers); empty: local processes",
+                               runtime=True)
     quick: bool = setting(False, "tiny budgets everywhere: a smoke test of the recipe's first two steps")
 
 
@@ -212,11 +214,12 @@ def run_stage(name: str, settings: Any, root: Path, *, resume: bool, progress_ba
         from . import train
 
         summary = train.run(settings, root / name, resume=resume, progress_bar=progress_bar,
-                            command=f"{PROG} (stage ppo)")
+                            command=None)  # (the pipeline says how to continue)
         if summary["stopped_by"]:
             raise StageStopped(summary["stopped_by"])
         if summary["files"]["best"] is None:
-            raise RuntimeError("the PPO stage finished without an evaluated checkpoint (best.pt)")
+            raise ValueError(f"the PPO stage in {root / name} finished without an evaluated checkpoint (best.pt); "
+                             "run again with --resume to evaluate its final policy")
         return summary
     if name == "average":
         from .soup import average_checkpoints
@@ -262,19 +265,26 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
     root = Path(run_dir)
     record_path = root / "pipeline.json"
     stages = stage_configs(config, root)
+    check_stages(config, stages)
+    planned = {name: settings if isinstance(settings, list) else config_dict(settings) for name, settings in stages.items()}
     if record_path.exists() and not resume:
         raise ValueError(f"{record_path} exists: add --resume to continue that pipeline, or give another --run-dir")
     if resume and record_path.exists():
         check_manifest(root, config)
         record = read_record(record_path)
+        changed = [name for name in sorted(set(planned) | set(record.get("stages_planned") or {}))
+                   if without_runtime(planned.get(name)) != without_runtime((record.get("stages_planned") or {}).get(name))]
+        if changed:
+            raise ValueError(f"--resume: the stages of the run in {root} were planned otherwise ({', '.join(changed)} "
+                             "differ: the recipe or the stages' settings changed since it started); start a new run "
+                             "in another --run-dir")
     else:
         make_run_dir(root)
         record = {"command": command, "config": config_dict(config), "stages": {}}
     # Written before the first stage starts, so that a run interrupted in it is resumed with its own
     # settings too (and not started over by a plain rerun).
     write_manifest(root, config)
-    record["stages_planned"] = {name: settings if isinstance(settings, list) else config_dict(settings)
-                                for name, settings in stages.items()}
+    record["stages_planned"] = planned
     write_record(record_path, record)
     began = time.time()
     done_seconds = 0.0
@@ -304,6 +314,37 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
     print(f"pipeline finished: {final} ({record['seconds_total'] / 60:.1f} min over all stages; "
           f"this run {(time.time() - began) / 60:.1f} min); {record_path}", flush=True)
     return record
+
+
+def check_stages(config: PipelineConfig, stages: dict[str, Any]) -> None:
+    """Every stage's settings checked before the first one starts (a bad rollout player, a recipe's
+    bad objective, a Ray address without Ray are found now, not after the PPO stage)."""
+    from .improve import ImproveConfig
+    from .labelling import check_rollout_player
+    from .train import TrainConfig, check_config
+    from .workers import require_ray
+
+    if config.ray_address:
+        require_ray(config.ray_address)
+    table = make_config(config.rules, num_players=config.num_players or None)
+    for name, settings in stages.items():
+        if isinstance(settings, list):
+            continue
+        try:
+            check_settings(settings)
+            if isinstance(settings, TrainConfig):
+                check_config(settings)
+            if isinstance(settings, ImproveConfig):
+                check_rollout_player(settings.rollout_player, table)
+        except ValueError as error:
+            raise ValueError(f"stage {name}: {error}") from None
+
+
+def without_runtime(planned: Any) -> Any:
+    """A stage's planned settings without how it runs (processes, a cluster): a resume may change those."""
+    if not isinstance(planned, dict):
+        return planned
+    return {key: value for key, value in planned.items() if key not in ("workers", "ray_address")}
 
 
 def eta(stages: dict[str, Any], number: int, done_seconds: float, began: float) -> str:
@@ -351,7 +392,7 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[PipelineConfig, RunOptions]:
-    config, options = parse_settings((PipelineConfig, RunOptions), argv, __doc__.splitlines()[0],
+    config, options = parse_settings((PipelineConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG,
                                      run_dir="runs/pipeline")
     if config.quick and options.run_dir == "runs/pipeline":  # a smoke test never mixes with a real run
         options = dataclasses.replace(options, run_dir="runs/pipeline-quick")
@@ -372,7 +413,7 @@ def cli(argv: list[str] | None = None) -> int:
     try:
         with sigterm_raises():  # SIGTERM in any stage stops the pipeline as Ctrl-C does (PPO handles its own)
             main(argv)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, ImportError) as error:  # ImportError: --ray-address without Ray
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
     except (StageStopped, KeyboardInterrupt) as stop:

@@ -1,8 +1,8 @@
 """Train a masked-action policy for Oklahoma Gin with PPO against the ``simple`` bot.
 
-Read top to bottom: arguments; the networks, the learner's tables and the rollout buffers; the
-rollout; advantages; the update; ``main``, which seeds everything and runs the loop (the
-evaluation process, the run's files and log and the signal handling are in ``training.run``).
+Read top to bottom: settings; the rollout buffers; the rollout; advantages; the update; ``run``,
+which seeds everything and runs the loop (the evaluation process, the run's files and log and
+the signal handling are in ``training.run``, self-play snapshots in ``training.league``).
 Run ``python -m training.train --help``.
 
 **Outputs**, all in ``--run-dir`` (default ``runs/ppo``; printed at the start):
@@ -14,7 +14,7 @@ Run ``python -m training.train --help``.
 - ``progress.csv``: one row per update (phase, losses, diagnostics, the evaluation that finished
   during it), and a row of phase ``evaluation`` for one that finished after the last update;
 - ``tensorboard/``: ``losses/`` (policy_loss, value_loss, entropy, approx_kl, clipfrac,
-  explained_variance, critic_loss) and ``charts/`` (training points per round, decisions per
+  explained_variance) and ``charts/`` (training points per round, decisions per
   second, learning rate, evaluation win rates); ``tensorboard --logdir RUN_DIR/tensorboard``;
 - ``learning_curve.png``: the evaluations' win rates against wall time, written at the end
   (``python -m training.plot RUN_DIR`` redraws it at any time);
@@ -66,7 +66,7 @@ from okgin_env.vector import VectorGymEnv
 from .cli import RunOptions, check_settings, make_run_dir, parse_settings, seed_everything, setting
 from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
-from .manifest import check_manifest, write_manifest
+from .manifest import check_same_settings, write_manifest
 from .model import PolicyValueNet
 from .plot import plot_progress
 from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load_checkpoint, save_checkpoint, write_checkpoint
@@ -332,19 +332,16 @@ def update_networks(model: PolicyValueNet, optimizer: torch.optim.Optimizer, rol
 
 
 def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progress_bar: bool = True,
-        command: str = PROG) -> dict[str, Any]:
+        command: str | None = PROG) -> dict[str, Any]:
     """Train (see the module docstring) in ``run_dir``; the summary (also written to ``summary.json``).
 
     ``resume`` continues the run in ``run_dir`` (refused if its settings differ); ``command`` is
-    the command line that started it, printed to say how to resume a stopped run.
+    the command line that started it, printed to say how to resume a stopped run (None: the caller says it).
     """
     check_settings(config)
     rules = check_config(config)
     hyper = config.hyper
     files = RunFiles(run_dir)
-    resuming = resume and files.last.exists()
-    if resuming:
-        check_manifest(files.root, config)
     make_run_dir(files.root)
     write_manifest(files.root, config)
     print(files.describe(), flush=True)
@@ -484,6 +481,11 @@ def resume_state(path: Path, model: PolicyValueNet, optimizer: torch.optim.Optim
                  rules: RulesConfig) -> Progress:
     """``--resume``: the network, the optimizer and the progress from the run's ``last.pt``."""
     payload = load_checkpoint(path, rules=rules)
+    # The settings last.pt was trained with are the truth (config.json may be a later start's that failed).
+    recorded = payload["metadata"].get("args")
+    if not isinstance(recorded, dict):
+        raise CheckpointError(f"checkpoint {path} does not record the settings it was trained with")
+    check_same_settings(recorded, config, f"the run of {path}")
     check_width(config, payload, "--resume")
     saved = payload["metadata"].get("progress")
     if "optimizer" not in payload or not isinstance(saved, dict) or set(saved) != set(dataclasses.asdict(Progress())):
@@ -522,7 +524,7 @@ def checked_progress(path: Path, saved: dict[str, Any]) -> Progress:
 
 
 def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float], stopped: str | None,
-           command: str) -> dict[str, Any]:
+           command: str | None) -> dict[str, Any]:
     """Write the plot and ``summary.json``; print the summary (and, if stopped, how to resume).
     ``progress``: what ``last.pt`` holds."""
     if progress.best_win_rate >= 0:  # at least one evaluation to plot
@@ -546,7 +548,7 @@ def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float
     if files.plot.exists():
         lines.append(f"  plot: {files.plot}")
     print("\n".join(lines), flush=True)
-    if stopped and progress.update:
+    if stopped and progress.update and command:
         print(f"stopped by {stopped}; {files.last} holds update {progress.update}. Continue with:\n"
               f"  {command} --resume", file=sys.stderr, flush=True)
     elif stopped:
@@ -558,7 +560,7 @@ def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, RunOptions]:
-    return parse_settings((TrainConfig, RunOptions), argv, __doc__.splitlines()[0])
+    return parse_settings((TrainConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
