@@ -93,23 +93,30 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_settings(tmp_p
     assert "other settings" in capsys.readouterr().err
 
 
-def test_a_pipeline_stopped_in_its_ppo_stage_resumes_to_the_end(tmp_path):
-    """Issue 42: SIGTERM during PPO, then --resume: the resumed PPO stage evaluates its final policy
-    (the stop removed the unevaluated candidates), so the pipeline goes on."""
-    run_dir = tmp_path / "p"
-    command = [sys.executable, "-m", "training.pipeline", "--quick", "--run-dir", str(run_dir), "--workers", "1",
-               "--no-progress"]
-    process = subprocess.Popen(command, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (run_dir / "ppo" / "last.pt").exists() and time.time() < deadline and process.poll() is None:
+def quick_pipeline_stopped_at(run_dir: Path, marker: Path, seconds: float) -> tuple[list[str], int, str]:
+    """A ``--quick`` pipeline in a process of its own, sent SIGTERM once ``marker`` exists:
+    ``(its arguments, its exit status, its stderr)``; skips the test if it finished first."""
+    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--no-progress"]
+    process = subprocess.Popen([sys.executable, "-m", "training.pipeline", *argv],
+                               cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.time() + seconds
+    while not marker.exists() and time.time() < deadline and process.poll() is None:
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=120)
     if process.returncode == 0:
-        pytest.skip("the PPO stage finished before the signal")
-    assert process.returncode == 130 and "--resume" in err
-    assert cli([*command[3:], "--resume"]) == 0
+        pytest.skip(f"the pipeline finished before {marker.name} appeared")
+    return argv, process.returncode, err
+
+
+def test_a_pipeline_stopped_in_its_ppo_stage_resumes_to_the_end(tmp_path):
+    """Issue 42: SIGTERM during PPO, then --resume: the resumed PPO stage evaluates its final policy
+    (the stop removed the unevaluated candidates), so the pipeline goes on."""
+    run_dir = tmp_path / "p"
+    argv, returncode, err = quick_pipeline_stopped_at(run_dir, run_dir / "ppo" / "last.pt", seconds=120)
+    assert returncode == 130 and "--resume" in err
+    assert cli([*argv, "--resume"]) == 0
     load_policy(run_dir / "final.pt")
 
 
@@ -204,18 +211,8 @@ def test_a_run_folder_that_cannot_be_one_is_refused_in_one_line(run_dir, capsys)
 def test_sigterm_in_an_improvement_stage_stops_the_pipeline_with_a_message(tmp_path):
     """Issue 42: SIGTERM while a step labels ends the pipeline with its message and exit 130, not -15."""
     run_dir = tmp_path / "p"
-    command = [sys.executable, "-m", "training.pipeline", "--quick", "--run-dir", str(run_dir), "--workers", "1",
-               "--no-progress"]
-    process = subprocess.Popen(command, cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while not (run_dir / "improve1" / "config.json").exists() and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=120)
-    if process.returncode == 0:
-        pytest.skip("the pipeline finished before the signal")
-    assert process.returncode == 130, err
+    _, returncode, err = quick_pipeline_stopped_at(run_dir, run_dir / "improve1" / "config.json", seconds=300)
+    assert returncode == 130, err
     assert "stopped (SIGTERM); continue with: python -m training.pipeline --quick" in err
 
 

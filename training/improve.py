@@ -195,10 +195,8 @@ def finished_chunks(run_dir: Path, manifest: dict, sizes: list[int]) -> dict[int
         path = chunk_path(run_dir, k)
         if path.exists():
             try:
-                load_labels([path])
-                with np.load(path) as chunk:
-                    whole = chunk["q"].shape[0] == size
-            except (ValueError, OSError, KeyError):  # a damaged chunk is labelled again
+                whole = load_labels([path])["q"].shape[0] == size
+            except ValueError:  # a damaged chunk (load_labels names it) is labelled again
                 whole = False
             if whole:
                 done[k] = path

@@ -23,6 +23,11 @@ def config_dict(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
 
 
+def runtime_fields(config: Any) -> set[str]:
+    """The fields that say how a stage runs (processes, a cluster), not what it makes (``runtime=True``)."""
+    return {item.name for item in dataclasses.fields(config) if item.metadata.get("runtime")}
+
+
 def budget_fields(config: Any) -> set[str]:
     """The fields a resume may change: budgets and how the stage runs (``setting(..., budget=True)``
     or ``runtime=True``)."""
@@ -83,4 +88,5 @@ def check_same_settings(recorded: dict[str, Any], config: Any, what: str) -> Non
                          "resume with its settings, or start a new run in another folder")
 
 
-__all__ = ["MANIFEST", "check_manifest", "check_same_settings", "config_dict", "config_hash", "write_manifest"]
+__all__ = ["MANIFEST", "check_manifest", "check_same_settings", "config_dict", "config_hash", "runtime_fields",
+           "write_manifest"]

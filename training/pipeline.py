@@ -52,7 +52,7 @@ from okgin_env.rules.config import PRESETS, make_config
 from okgin_env.signals import sigterm_raises
 
 from .cli import RunOptions, check_settings, make_run_dir, parse_settings, setting
-from .manifest import check_manifest, config_dict, write_manifest
+from .manifest import check_manifest, config_dict, runtime_fields, write_manifest
 
 PROG = "python -m training.pipeline"
 
@@ -272,8 +272,10 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
     if resume and record_path.exists():
         check_manifest(root, config)
         record = read_record(record_path)
-        changed = [name for name in sorted(set(planned) | set(record.get("stages_planned") or {}))
-                   if without_runtime(planned.get(name)) != without_runtime((record.get("stages_planned") or {}).get(name))]
+        recorded = record.get("stages_planned") or {}
+        changed = [name for name in sorted(set(planned) | set(recorded))
+                   if without_runtime(planned.get(name), stages.get(name))
+                   != without_runtime(recorded.get(name), stages.get(name))]
         if changed:
             raise ValueError(f"--resume: the stages of the run in {root} were planned otherwise ({', '.join(changed)} "
                              "differ: the recipe or the stages' settings changed since it started); start a new run "
@@ -340,11 +342,12 @@ def check_stages(config: PipelineConfig, stages: dict[str, Any]) -> None:
             raise ValueError(f"stage {name}: {error}") from None
 
 
-def without_runtime(planned: Any) -> Any:
-    """A stage's planned settings without how it runs (processes, a cluster): a resume may change those."""
-    if not isinstance(planned, dict):
+def without_runtime(planned: Any, settings: Any) -> Any:
+    """A stage's planned settings without its ``runtime_fields`` (how it runs, which a resume may change)."""
+    if not isinstance(planned, dict) or not dataclasses.is_dataclass(settings):
         return planned
-    return {key: value for key, value in planned.items() if key not in ("workers", "ray_address")}
+    free = runtime_fields(settings)
+    return {key: value for key, value in planned.items() if key not in free}
 
 
 def eta(stages: dict[str, Any], number: int, done_seconds: float, began: float) -> str:

@@ -485,8 +485,7 @@ def resume_state(path: Path, model: PolicyValueNet, optimizer: torch.optim.Optim
     recorded = payload["metadata"].get("args")
     if not isinstance(recorded, dict):
         raise CheckpointError(f"checkpoint {path} does not record the settings it was trained with")
-    check_same_settings(recorded, config, f"the run of {path}")
-    check_width(config, payload, "--resume")
+    check_same_settings(recorded, config, f"the run of {path}")  # (the network's width and inputs included)
     saved = payload["metadata"].get("progress")
     if "optimizer" not in payload or not isinstance(saved, dict) or set(saved) != set(dataclasses.asdict(Progress())):
         raise CheckpointError(f"checkpoint {path} is not the last.pt of a training run (no optimizer state or progress)")
