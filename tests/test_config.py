@@ -45,7 +45,7 @@ def test_unknown_option():
 
 
 def test_unknown_preset():
-    with pytest.raises(ValueError, match=r"unknown rules preset 'oklahoma'.*allowed: classic, penalty"):
+    with pytest.raises(ValueError, match=r"unknown rules preset 'oklahoma'.*allowed: classic, standard, penalty"):
         make_config("oklahoma")
 
 

@@ -41,13 +41,19 @@ def test_the_environments_never_load_torch(name):
     assert out.strip() == "['gymnasium']"
 
 
-def test_no_module_of_okgin_env_imports_training():
+def test_no_module_of_okgin_env_imports_training_and_only_the_tensor_engine_imports_torch():
     for path in PACKAGE.rglob("*.py"):
+        forbidden = ("training", "okgin_training") if path.parent.name == "tensor" else ("training", "okgin_training", "torch")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.level == 0:
                 names = [node.module or ""]
-            assert not [n for n in names if n.split(".")[0] in ("training", "okgin_training", "torch")], path
+            assert not [n for n in names if n.split(".")[0] in forbidden], path
+
+
+def test_the_tensor_engine_loads_torch_and_nothing_of_training():
+    out = run(f"import okgin_env.tensor\n{loaded('torch', 'training', 'okgin_training')}").stdout
+    assert out.strip() == "['torch']"
 
 
 def test_every_public_name_is_there_and_is_the_modules_own():

@@ -322,7 +322,7 @@ def test_a_truncated_file_is_refused(tmp_path, classic):
         (lambda d: d.__setitem__("players", ["simple"]), r"players: expected a list of 2 names"),
         (lambda d: d.__setitem__("scores", [True, 0]), r"scores\[0\]"),
         (lambda d: d["env"].__setitem__("gin_bonus", -1), r"env: gin_bonus=-1 is not allowed"),
-        (lambda d: d["env"].__setitem__("rules", "poker"), r"env\.rules: expected one of classic, penalty"),
+        (lambda d: d["env"].__setitem__("rules", "poker"), r"env\.rules: expected one of classic, standard, penalty"),
         (lambda d: d["env"].__setitem__("joker", True), r"env: unknown option\(s\) \['joker'\] \(from a newer okgin\?\)"),
         (lambda d: d.__setitem__("rounds", []), r"rounds: expected a non-empty list"),
         (lambda d: d.__setitem__("finished", "yes"), r"finished: expected true or false"),

@@ -223,7 +223,7 @@ def test_bad_training_arguments_exit_2_with_a_message_before_anything_is_written
     for flag, value, message in (("--num-tables", "0", "--num-tables must be at least 1"),
                                  ("--num-players", "5", "--num-players must be at least 0 and at most 4"),
                                  ("--seed", "-1", "--seed must be at least 0"),
-                                 ("--rules", "bogus", "--rules 'bogus'; allowed: classic, penalty"),
+                                 ("--rules", "bogus", "--rules 'bogus'; allowed: classic, standard, penalty"),
                                  ("--eval-matches", "0", "--eval-matches must be at least 1")):
         assert cli([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"]) == 2
         assert message in capsys.readouterr().err

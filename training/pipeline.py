@@ -114,6 +114,8 @@ def _penalty(*steps: Step, average: tuple[int, ...] = ()) -> Recipe:
 RECIPES: dict[str, Recipe] = {
     "classic": Recipe("classic", 3_000_000, (Step(800_000), Step(800_000, carry=1), Step(800_000, carry=2))),
     "classic-short": Recipe("classic", 3_000_000, (Step(200_000), Step(300_000))),
+    # standard gin (knock at 10): the classic recipe's stages, not yet tuned for these rules
+    "standard": Recipe("standard", 3_000_000, (Step(800_000), Step(800_000, carry=1), Step(800_000, carry=2))),
     "classic-shipped": Recipe("classic", 3_000_000, (Step(200_000), Step(300_000), Step(1_000_000),
                                                      Step(1_000_000, carry=1), Step(1_000_000, carry=2))),
     # steps 1-8 in a chain, steps 9 and 10 both from step 8; the final file averages steps 7-10
@@ -125,7 +127,9 @@ RECIPES: dict[str, Recipe] = {
 
 def default_recipe(rules: str, num_players: int) -> str:
     """The recipe a table runs when ``--recipe`` is not given."""
-    return "classic" if rules == "classic" else ("penalty-4p" if num_players == 4 else "penalty-3p")
+    if rules in ("classic", "standard"):
+        return rules
+    return "penalty-4p" if num_players == 4 else "penalty-3p"
 
 
 def quick_recipe(recipe: Recipe) -> Recipe:

@@ -12,7 +12,11 @@ from typing import Any
 
 import numpy as np
 
-PRESETS = ("classic", "penalty")
+PRESETS = ("classic", "standard", "penalty")
+#: The two-player presets with points scoring (``standard``: plain gin as OpenSpiel and RLCard play it).
+TWO_PLAYER_PRESETS = ("classic", "standard")
+#: The largest fixed knock limit (a hand may keep at most this much deadwood when knocking).
+MAX_KNOCK_LIMIT = 10
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class RulesConfig:
     ace_upcard_gin_only: bool = True
     #: Allow discarding the card just taken from the discard pile (off: the standard rule).
     allow_discard_taken: bool = False
+    #: The round's knock limit: None for Oklahoma (the upcard's value, docs/rules.md §3); an int
+    #: 0-10 fixes it for every round (``standard``: 10).
+    knock_limit: int | None = None
     #: A round that reaches this many discards ends as a draw (a guard against endless rounds).
     max_turns: int = 500
     #: Penalty preset: after this many stock reshuffles, reaching two stock cards draws the round.
@@ -58,8 +65,8 @@ class RulesConfig:
 
     @property
     def tie_is_undercut(self) -> bool:
-        """Classic: a tie (defender deadwood == knocker's) is an undercut. Penalty: only strictly less."""
-        return self.rules == "classic"
+        """Classic and standard: a tie (defender deadwood == knocker's) is an undercut. Penalty: only strictly less."""
+        return self.rules in TWO_PLAYER_PRESETS
 
     @property
     def has_match_bonuses(self) -> bool:
@@ -82,6 +89,7 @@ class RulesConfig:
 OPTION_NAMES = tuple(f.name for f in fields(RulesConfig))
 _PRESET_DEFAULTS = {
     "classic": {},
+    "standard": {"knock_limit": 10, "undercut_bonus": 25},
     "penalty": {"undercut_bonus": 25},
 }
 _INT_RANGES = {
@@ -131,7 +139,7 @@ def _validate(values: dict[str, Any]) -> None:
     if rules not in PRESETS:
         raise ValueError(f"unknown rules preset {rules!r}; allowed: {', '.join(PRESETS)}")
     num_players = values.get("num_players", 2)
-    allowed_players = (2,) if rules == "classic" else (2, 3, 4)
+    allowed_players = (2,) if rules in TWO_PLAYER_PRESETS else (2, 3, 4)
     if not is_int(num_players) or num_players not in allowed_players:
         raise ValueError(
             f"num_players={num_players!r} is not allowed with rules={rules!r}; allowed: {list(allowed_players)}"
@@ -141,6 +149,10 @@ def _validate(values: dict[str, Any]) -> None:
             value = values[name]
             if not is_int(value) or not low <= value <= high:
                 raise ValueError(f"{name}={value!r} is not allowed; expected an int in {low}..{high}")
+    limit = values.get("knock_limit")
+    if limit is not None and (not is_int(limit) or not 0 <= limit <= MAX_KNOCK_LIMIT):
+        raise ValueError(f"knock_limit={limit!r} is not allowed; expected None (the upcard's value, Oklahoma) "
+                         f"or an int in 0..{MAX_KNOCK_LIMIT} (a fixed limit; standard gin: 10)")
     for name in _BOOL_OPTIONS:
         if name in values and not isinstance(values[name], bool):
             raise ValueError(f"{name}={values[name]!r} is not allowed; expected True or False")

@@ -40,7 +40,10 @@ STOCK_LEFT_AT_WALL = 2  # docs/rules.md §7: the round draws (classic) or reshuf
 
 
 def knock_limit_for(upcard: int, config: RulesConfig) -> int:
-    """docs/rules.md §3: the upcard's value; an Ace means gin only when ``ace_upcard_gin_only``."""
+    """docs/rules.md §3: the upcard's value (an Ace means gin only when ``ace_upcard_gin_only``),
+    or the config's fixed ``knock_limit`` when it has one."""
+    if config.knock_limit is not None:
+        return config.knock_limit
     value = card_value(upcard)
     if value == 1 and config.ace_upcard_gin_only:
         return 0

@@ -1,0 +1,113 @@
+"""Tensor engine speed: ``okgin_env.tensor.TensorEnv`` against ``okgin_env.BatchEnv`` (numpy), in one run.
+
+Both play uniformly random legal actions in classic two-player rounds (``episode="round"``), and
+both produce every game's observation (the ``cards`` layout) and action mask at every step, resets
+included; a step counts one decision per game. The random actions are drawn on the engine's side
+(torch on the tensor engine's device, numpy for ``BatchEnv``), so neither pays for a conversion.
+On a GPU the clock is read after ``torch.cuda.synchronize()``.
+
+Prints one line per system and size, then the ratio at the shared size::
+
+    tensor_env: device=cpu envs=1024 decisions_per_s=...
+    batch_env: device=cpu envs=1024 decisions_per_s=...
+
+    python benchmarks/bench_tensor.py                      # one CPU thread (the project's target row)
+    python benchmarks/bench_tensor.py --device cuda --envs 1024 16384 131072
+
+Medians of ``--repeats`` measurements of ``--seconds`` each, the systems interleaved. ``--threads``
+sets torch's CPU threads (default 1: the "one core" rows of the project's targets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from okgin_env.batch import BatchEnv
+from okgin_env.bots.random_bot import random_legal_actions
+from okgin_env.tensor import TensorEnv
+
+
+def tensor_loop(num_envs: int, device: str):
+    env = TensorEnv(num_envs, device=device, episode="round", illegal="report")
+    out = env.reset(seed=0)
+    generator = torch.Generator(device=device).manual_seed(1)
+    sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
+
+    def run(seconds: float) -> int:
+        nonlocal out
+        decisions = 0
+        sync()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            scores = torch.rand(out.action_mask.shape, generator=generator, device=env.device) * out.action_mask
+            out = env.step(scores.argmax(1))
+            decisions += num_envs
+        sync()
+        return decisions
+
+    return run
+
+
+def batch_loop(num_envs: int):
+    env = BatchEnv(num_envs, episode="round", copy=False)
+    out = env.reset(seed=0)
+    rng = np.random.default_rng(1)
+
+    def run(seconds: float) -> int:
+        nonlocal out
+        decisions = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            out = env.step(random_legal_actions(out.action_masks, rng))
+            decisions += num_envs
+        return decisions
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], prog="bench_tensor.py")
+    parser.add_argument("--device", default="cpu", help="torch device of the tensor engine (default %(default)s)")
+    parser.add_argument("--envs", type=int, nargs="+", default=[1024], help="batch sizes (default %(default)s)")
+    parser.add_argument("--batch-envs", type=int, default=1024, help="BatchEnv's batch size (default %(default)s)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default %(default)s)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="wall time per measurement (default %(default)s)")
+    parser.add_argument("--repeats", type=int, default=5, help="measurements per system; the median is printed")
+    args = parser.parse_args()
+    if args.seconds <= 0 or args.repeats < 1 or args.threads < 1 or min(args.envs) < 1 or args.batch_envs < 1:
+        parser.error("--seconds must be > 0; --repeats, --threads and every batch size at least 1")
+    try:
+        torch.zeros(1, device=args.device)
+    except (RuntimeError, TypeError) as error:
+        parser.exit(2, f"bench_tensor.py: error: --device {args.device}: {error}\n")
+    torch.set_num_threads(args.threads)
+    systems = {f"tensor_env: device={args.device} envs={n}": (lambda n=n: tensor_loop(n, args.device)) for n in args.envs}
+    systems[f"batch_env: device=cpu envs={args.batch_envs}"] = lambda: batch_loop(args.batch_envs)
+    loops = {name: factory() for name, factory in systems.items()}
+    rates: dict[str, list[float]] = {name: [] for name in systems}
+    for name, loop in loops.items():
+        loop(min(0.5, args.seconds / 5))  # warm-up: tables on the device, first deals
+    for repeat in range(args.repeats):
+        for name, loop in loops.items():
+            start = time.perf_counter()
+            decisions = loop(args.seconds)
+            rates[name].append(decisions / (time.perf_counter() - start))
+        print(f"  repeat {repeat + 1}/{args.repeats}: " + ", ".join(f"{r[-1]:,.0f}/s" for r in rates.values()), file=sys.stderr)
+    print(f"torch {torch.__version__}, {args.threads} CPU thread(s), {args.seconds:g} s per measurement, "
+          f"median of {args.repeats}")
+    for name, values in rates.items():
+        print(f"{name} decisions_per_s={statistics.median(values):.0f}")
+    batch = statistics.median(rates[f"batch_env: device=cpu envs={args.batch_envs}"])
+    for n in args.envs:
+        tensor = statistics.median(rates[f"tensor_env: device={args.device} envs={n}"])
+        print(f"ratio tensor_env(envs={n}) / batch_env(envs={args.batch_envs}): {tensor / batch:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""``TensorEnv`` against the rules core: every mask, observation, reward, termination, score and
+final observation of thousands of random and greedy rounds and matches, dealt from the decks the
+tensor engine drew (each reference round is a ``RoundState`` of the same deck and dealer), under
+every rule option; the batched meld solver against the rules core's; scripted rule scenarios."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from okgin_env.episode import end_of_round, seat_observation  # noqa: E402
+from okgin_env.rules.actions import KNOCK_BASE, NUM_ACTIONS  # noqa: E402
+from okgin_env.rules.match import MatchState  # noqa: E402
+from okgin_env.rules.melds import deadwood_of_mask  # noqa: E402
+from okgin_env.rules.round import RoundState  # noqa: E402
+from okgin_env.tensor import TensorEnv  # noqa: E402
+from okgin_env.tensor.solver import NO_CHOICE, MeldTables, deadwood_after_each  # noqa: E402
+
+from tests.helpers import build_deck, discard, greedy_action, knock  # noqa: E402
+
+
+class Reference:
+    """One rules-core match per game of ``env``, dealt the decks the tensor engine dealt."""
+
+    def __init__(self, env: TensorEnv):
+        self.env = env
+        self.matches = [self._new_match(g) for g in range(env.num_envs)]
+        self.rounds = 0
+
+    def _new_match(self, g: int) -> MatchState:
+        env = self.env
+        return MatchState(env.config, np.random.default_rng(0), deck=env.deck[g].tolist(), dealer=int(env.dealer[g]))
+
+    def check_acting(self, out) -> None:
+        """The seat to act, its observation and its mask in every game equal the rules core's."""
+        env = self.env
+        target = env.config.target_score
+        expected = [seat_observation(m.round, m.round_totals, target, m.round.current) for m in self.matches]
+        seats = np.array([m.round.current for m in self.matches])
+        np.testing.assert_array_equal(out.current_player.cpu().numpy(), seats)
+        np.testing.assert_array_equal(out.action_mask.cpu().numpy().astype(np.int8), np.stack([e["action_mask"] for e in expected]))
+        got = out.observation.cpu().numpy()
+        want = np.stack([e["observation"] for e in expected])
+        assert got.dtype == want.dtype == np.float32
+        assert got.tobytes() == want.tobytes(), np.argwhere(got != want)[:5]
+
+    def step(self, actions: np.ndarray, out, reward: str = "points") -> None:
+        """Play ``actions`` in the reference and check ``out`` (what the tensor engine returned)."""
+        env = self.env
+        rewards = out.rewards.cpu().numpy()
+        terminated, truncated = out.terminated.cpu().numpy(), out.truncated.cpu().numpy()
+        round_over, scores = out.round_over.cpu().numpy(), out.scores.cpu().numpy()
+        final = out.final_observation.cpu().numpy()
+        for g, match in enumerate(self.matches):
+            outcome = match.apply(int(actions[g]))
+            if outcome is None:
+                assert not round_over[g] and not terminated[g] and not truncated[g] and not rewards[g].any()
+                np.testing.assert_array_equal(scores[g], match.scores)
+                continue
+            self.rounds += 1
+            end = end_of_round(outcome, match, env.episode, reward, env.max_rounds)
+            paid = np.zeros(env.num_players, np.float32) if end.rewards is None else np.array(end.rewards, np.float32)
+            assert round_over[g]
+            assert rewards[g].tobytes() == paid.tobytes(), (g, rewards[g], paid)
+            assert (terminated[g], truncated[g]) == (end.terminated, end.truncated)
+            assert scores[g].tolist() == match.scores
+            if end.terminated or end.truncated:
+                target = env.config.target_score
+                for seat in range(env.num_players):
+                    last = seat_observation(match.round, match.round_totals, target, seat)["observation"]
+                    assert final[g, seat].tobytes() == last.tobytes(), (g, seat)
+                self.matches[g] = self._new_match(g)
+            else:
+                assert not final[g].any()
+                assert match.dealer == int(env.dealer[g])  # the winner deals the next round
+                match.round = RoundState(env.config, env.deck[g].tolist(), match.dealer, match.rng)
+
+
+def random_actions(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A uniformly random legal action per row."""
+    scores = torch.rand(mask.shape, generator=generator) * mask
+    return scores.argmax(1)
+
+
+def play(env: TensorEnv, steps: int, seed: int, policy: str, reward: str = "points", knock_bias: float = 0.0) -> int:
+    """Play ``steps`` steps against the reference; returns the rounds finished."""
+    out = env.reset(seed=seed)
+    ref = Reference(env)
+    ref.check_acting(out)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        if policy == "greedy":
+            actions = torch.tensor([greedy_action(m.round) for m in ref.matches])
+        else:
+            actions = random_actions(out.action_mask, generator)
+            if knock_bias:  # knock at once where a knock is legal, most of the time
+                knocks = out.action_mask[:, KNOCK_BASE:]
+                take = knocks.any(1) & (torch.rand(env.num_envs, generator=generator) < knock_bias)
+                actions = torch.where(take, KNOCK_BASE + random_actions(knocks, generator), actions)
+        out = env.step(actions)
+        ref.step(actions.numpy(), out, reward)
+        ref.check_acting(out)
+    return ref.rounds
+
+
+# ----------------------------------------------------------------------------- the solver
+
+
+def test_solver_equals_the_rules_core_on_random_and_set_heavy_hands():
+    rng = np.random.default_rng(0)
+    hands, masks = [], []
+    for i in range(3000):
+        size = (10, 11, 7)[i % 3]
+        if i % 2:
+            cards = rng.choice(52, size, replace=False).tolist()
+        else:  # two or three ranks held three or four times
+            ranks = rng.choice(13, 3, replace=False)
+            cards = [int(s) * 13 + int(r) for r in ranks for s in rng.choice(4, int(rng.integers(3, 5)), replace=False)]
+            cards = (cards + [c for c in rng.permutation(52).tolist() if c not in cards])[:size]
+        masks.append(sum(1 << c for c in cards))
+        row = np.zeros(52, bool)
+        row[cards] = True
+        hands.append(row)
+    best, after = deadwood_after_each(torch.as_tensor(np.stack(hands)), MeldTables.on(torch.device("cpu")))
+    for i, mask in enumerate(masks):
+        assert int(best[i]) == deadwood_of_mask(mask)
+        want = [deadwood_of_mask(mask ^ (1 << c)) if mask >> c & 1 else NO_CHOICE for c in range(52)]
+        assert after[i].tolist() == want
+
+
+# ----------------------------------------------------------------------------- differential play
+
+
+def test_random_rounds_equal_the_rules_core():
+    env = TensorEnv(500, rules="classic", episode="round")
+    rounds = play(env, 2500, seed=1, policy="random")
+    assert rounds >= 10_000
+
+
+def test_greedy_rounds_equal_the_rules_core():
+    env = TensorEnv(100, rules="classic", episode="round")
+    rounds = play(env, 700, seed=2, policy="greedy")
+    assert rounds >= 2_000
+
+
+@pytest.mark.parametrize("rules, options", [
+    ("classic", {}),
+    ("standard", {}),
+    ("classic", {"target_score": 40, "spade_double": True, "gin_bonus": 20, "undercut_bonus": 15}),
+    ("classic", {"target_score": 30, "box_bonus": 25, "game_bonus": 100, "shutout_multiplier": 2}),
+    ("classic", {"ace_upcard_gin_only": False, "allow_discard_taken": True, "max_turns": 12}),
+    ("classic", {"knock_limit": 0}),
+    ("standard", {"target_score": 25, "knock_limit": 5}),
+])
+@pytest.mark.parametrize("reward", ["points", "win"])
+def test_matches_with_every_option_equal_the_rules_core(rules, options, reward):
+    env = TensorEnv(64, rules=rules, episode="match", reward=reward, max_rounds=6, **options)
+    rounds = play(env, 300, seed=3, policy="greedy", reward=reward)
+    assert rounds >= 300
+
+
+# ----------------------------------------------------------------------------- scripted scenarios
+
+
+def scripted(deck, dealer, actions, rules="classic", **options):
+    """Play ``actions`` from an injected deck in a one-game TensorEnv and the reference; returns the
+    last step and the reference match."""
+    env = TensorEnv(1, rules=rules, episode="round", **options)
+    out = env.reset(seed=0, options={"deck": [deck], "dealer": [dealer]})
+    ref = Reference(env)
+    ref.check_acting(out)
+    for action in actions:
+        out = env.step(torch.tensor([action]))
+        ref.step(np.array([action]), out)
+        if not out.round_over[0]:
+            ref.check_acting(out)
+    return out, ref
+
+
+def test_scripted_blocking_layout_of_the_rules_example():
+    # docs/rules.md §6: the knocker lays out 2S 2C 2D and 5C 6C 7C, keeping 8, and scores 17 - 8 = 9.
+    knocker = "AS 2S 3S 2C 5C 6C 7C AD 2D 3D"
+    defender = "JS QS KS 4D 5D 8D 2H 3H 4H 5H"
+    deck = build_deck([knocker[:-3] + " 9C", defender], "TH", stock="3D", dealer=1)
+    out, _ = scripted(deck, 1, [2, 2, 0, knock("9C")])
+    assert out.round_over[0] and out.rewards[0].tolist() == [9.0, -9.0]
+
+
+def test_scripted_taken_card_rule_and_illegal_actions_change_nothing():
+    deck = build_deck(["AS 2S 3S 4H 5H 6H 9C TC JC 9D", None], "KD", dealer=1)
+    env = TensorEnv(1, episode="round")
+    out = env.reset(options={"deck": [deck], "dealer": [1]})
+    out = env.step(torch.tensor([1]))  # seat 0 takes the upcard KD
+    before = (env.hands.clone(), env.phase.clone(), out.observation.clone())
+    with pytest.raises(ValueError, match=r"game 0: action 41 \(discard KD\) is not legal for seat 0; legal: "):
+        env.step(torch.tensor([discard("KD")]))
+    assert torch.equal(env.hands, before[0]) and torch.equal(env.phase, before[1])
+    assert torch.equal(env.observations, before[2])
+    for bad in (torch.tensor([NUM_ACTIONS]), torch.tensor([-1])):
+        with pytest.raises(ValueError, match="out of range 0..106"):
+            env.step(bad)
+    with pytest.raises(ValueError, match=r"actions must have shape \(1,\)"):
+        env.step(torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="actions must be integers"):
+        env.step(torch.tensor([1.0]))
+    out = env.step(torch.tensor([knock("9D")]))  # three runs and the KD: 10 of deadwood, the KD upcard's limit
+    assert out.round_over[0]
+
+
+def test_illegal_report_mode_skips_only_those_games():
+    env = TensorEnv(3, episode="round", illegal="report")
+    first = env.reset(seed=5)
+    hands = env.hands.clone()
+    actions = torch.tensor([2, 99, 0])  # pass (legal in the offer), out of range, draw (illegal in the offer)
+    out = env.step(actions)
+    assert out.illegal.tolist() == [False, True, True]
+    assert torch.equal(env.hands[1:], hands[1:])
+    assert torch.equal(out.observation[1:], first.observation[1:]) and torch.equal(out.action_mask[1:], first.action_mask[1:])
+    assert not torch.equal(out.observation[0], first.observation[0])
+
+
+def test_bad_arguments_are_refused_with_what_is_allowed():
+    with pytest.raises(ValueError, match="num_envs must be a positive int"):
+        TensorEnv(0)
+    with pytest.raises(ValueError, match="the two-player presets 'classic' and 'standard'"):
+        TensorEnv(2, rules="penalty", num_players=3)
+    with pytest.raises(ValueError, match="observation='features' is not available in TensorEnv yet"):
+        TensorEnv(2, observation="features")
+    with pytest.raises(ValueError, match="illegal='ignore'; allowed: 'raise', 'report'"):
+        TensorEnv(2, illegal="ignore")
+    with pytest.raises(ValueError, match="unknown option"):
+        TensorEnv(2, knock_limt=3)
+    env = TensorEnv(2)
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(torch.tensor([0, 0]))
+    with pytest.raises(ValueError, match=r"options\['deck'\]\[1\] is not a permutation"):
+        env.reset(options={"deck": [list(range(52)), [0] * 52]})
+    with pytest.raises(ValueError, match=r"options\['dealer'\] must be one seat in 0..1"):
+        env.reset(options={"dealer": [0, 2]})
+    with pytest.raises(ValueError, match="unknown reset option"):
+        env.reset(options={"decks": None})
+
+
+def test_same_seed_same_games():
+    a, b = TensorEnv(16), TensorEnv(16)
+    out_a, out_b = a.reset(seed=9), b.reset(seed=9)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        actions = random_actions(out_a.action_mask, generator)
+        out_a, out_b = a.step(actions), b.step(actions)
+        assert torch.equal(out_a.observation, out_b.observation)
+    assert not torch.equal(TensorEnv(16).reset(seed=10).observation, a.reset(seed=9).observation)
+
+
+# ----------------------------------------------------------------------------- simple as a tensor policy
+
+
+class FixedDraws:
+    """A stand-in for simple's ``random.Random``: ``randrange(count)`` gives ``floor(u * count)``
+    for the next given uniform ``u``, the tensor policy's tie-break rule."""
+
+    def __init__(self):
+        self.uniform = 0.0
+
+    def randrange(self, count: int) -> int:
+        return min(int(self.uniform * count), count - 1)
+
+
+@pytest.mark.parametrize("rules, options", [("classic", {}), ("standard", {}), ("classic", {"allow_discard_taken": True})])
+def test_simple_as_a_tensor_policy_makes_simples_choices(rules, options):
+    from okgin_env.bots.simple import simple_action_for_state
+    from okgin_env.tensor.simple import simple_actions
+
+    env = TensorEnv(64, rules=rules, episode="round", **options)
+    out = env.reset(seed=4)
+    ref = Reference(env)
+    generator = torch.Generator().manual_seed(4)
+    draws = FixedDraws()
+    decisions = ties = 0
+    while decisions < 6_000:
+        uniforms = torch.rand(env.num_envs, generator=generator, dtype=torch.float64)
+        actions = simple_actions(env, uniforms)
+        for g, match in enumerate(ref.matches):
+            draws.uniform = float(uniforms[g])
+            assert int(actions[g]) == simple_action_for_state(match.round, draws), g
+        discard_rows = env.phase == 2
+        ties += int((env._deadwood_after[discard_rows] == env._deadwood_after[discard_rows].min(1, keepdim=True).values).sum(1).gt(1).sum())
+        decisions += env.num_envs
+        out = env.step(actions)
+        ref.step(actions.numpy(), out)
+        ref.check_acting(out)
+    assert ref.rounds >= 150 and ties >= 500  # knocks, gins, walls and tie-breaks all met
