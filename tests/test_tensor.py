@@ -37,7 +37,8 @@ class Reference:
         """The seat to act, its observation and its mask in every game equal the rules core's."""
         env = self.env
         target = env.config.target_score
-        expected = [seat_observation(m.round, m.round_totals, target, m.round.current) for m in self.matches]
+        expected = [seat_observation(m.round, m.round_totals, target, m.round.current, env.observation)
+                    for m in self.matches]
         seats = np.array([m.round.current for m in self.matches])
         np.testing.assert_array_equal(out.current_player.cpu().numpy(), seats)
         np.testing.assert_array_equal(out.action_mask.cpu().numpy().astype(np.int8), np.stack([e["action_mask"] for e in expected]))
@@ -69,7 +70,7 @@ class Reference:
             if end.terminated or end.truncated:
                 target = env.config.target_score
                 for seat in range(env.num_players):
-                    last = seat_observation(match.round, match.round_totals, target, seat)["observation"]
+                    last = seat_observation(match.round, match.round_totals, target, seat, env.observation)["observation"]
                     assert final[g, seat].tobytes() == last.tobytes(), (g, seat)
                 self.matches[g] = self._new_match(g)
             else:
@@ -143,6 +144,13 @@ def test_greedy_rounds_equal_the_rules_core():
     env = TensorEnv(100, rules="classic", episode="round")
     rounds = play(env, 700, seed=2, policy="greedy")
     assert rounds >= 2_000
+
+
+def test_feature_observations_equal_the_rules_core():
+    env = TensorEnv(64, rules="classic", episode="match", observation="features", max_rounds=4)
+    assert play(env, 200, seed=6, policy="greedy") >= 200
+    env = TensorEnv(64, rules="standard", episode="round", observation="features", allow_discard_taken=True)
+    assert play(env, 300, seed=7, policy="random", knock_bias=0.9) >= 100
 
 
 @pytest.mark.parametrize("rules, options", [
@@ -226,8 +234,8 @@ def test_bad_arguments_are_refused_with_what_is_allowed():
         TensorEnv(0)
     with pytest.raises(ValueError, match="the two-player presets 'classic' and 'standard'"):
         TensorEnv(2, rules="penalty", num_players=3)
-    with pytest.raises(ValueError, match="observation='features' is not available in TensorEnv yet"):
-        TensorEnv(2, observation="features")
+    with pytest.raises(ValueError, match="observation='pixels'; allowed: 'cards', 'features'"):
+        TensorEnv(2, observation="pixels")
     with pytest.raises(ValueError, match="illegal='ignore'; allowed: 'raise', 'report'"):
         TensorEnv(2, illegal="ignore")
     with pytest.raises(ValueError, match="unknown option"):

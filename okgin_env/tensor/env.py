@@ -14,7 +14,8 @@ one device, every rule a batched tensor operation, no Python loop over games::
   observation="cards", max_rounds=200, illegal="raise", **rule_options)``: the options of
   ``okgin_env.env`` (a preset name or a ``RulesConfig``, and any rule option of docs/rules.md §10).
   Two-player presets: ``classic`` and ``standard`` (the ``penalty`` preset is not carried yet:
-  its stock reshuffles need a shuffle inside a round, see docs/api.md).
+  its stock reshuffles need a shuffle inside a round, see docs/api.md). ``observation="features"``
+  appends the solver features of ``okgin_env.features`` (``okgin_env.tensor.features``).
 * ``reset(seed=None, options=None) -> TensorStep`` deals a new episode in every game;
   ``options={"deck": decks, "dealer": dealers}`` fixes the first deal of every game: ``decks`` a
   (N, 52) integer tensor or array of card ids, top first (a permutation per row), ``dealers`` (N,)
@@ -64,6 +65,7 @@ from ..rules.config import RulesConfig, check_seed, is_int, make_config
 from ..rules.match import match_bonus
 from ..rules.round import STOCK_LEFT_AT_WALL, Phase
 from ..rules.showdown import knock_outcome
+from .features import solver_features
 from .solver import NO_CHOICE, MeldTables, deadwood_after_each
 
 OWN_OPTIONS = ("device", "rules", "num_players", "episode", "reward", "observation", "max_rounds", "illegal")
@@ -105,9 +107,7 @@ class TensorEnv:
         if not is_int(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
         check_options(rule_options, episode, reward, OWN_OPTIONS)
-        if check_observation(observation) != "cards":
-            raise ValueError(f"observation={observation!r} is not available in TensorEnv yet; allowed: 'cards' "
-                             "(the solver features run in BatchEnv and the AEC env)")
+        check_observation(observation)
         if illegal not in ILLEGAL_MODES:
             raise ValueError(f"illegal={illegal!r}; allowed: {', '.join(map(repr, ILLEGAL_MODES))}")
         config = make_config(rules, num_players=num_players, **rule_options)
@@ -129,8 +129,8 @@ class TensorEnv:
         self.illegal = illegal
         self.hand_size = config.hand_size
         self.dealt = p * config.hand_size
-        self.layout = layout_for(p, observation)
-        self.obs_size = self.layout.size
+        self.layout = layout_for(p)  # the card layout; "features" appends the solver features
+        self.obs_size = layout_for(p, observation).size
         self._tables = MeldTables.on(self.device)
         dev = self.device
         self._rows = torch.arange(n, device=dev)
@@ -293,9 +293,10 @@ class TensorEnv:
             mask[rows, KNOCK_BASE:] = throwable[rows] & (after <= self.knock_limit[rows, None])
         return mask
 
-    def _encode(self, rows: torch.Tensor, observer: torch.Tensor, over: bool) -> torch.Tensor:
+    def _encode(self, rows: torch.Tensor, observer: torch.Tensor, over: bool, mask: torch.Tensor) -> torch.Tensor:
         """Observations (len(rows), D) of seat ``observer[j]`` in game ``rows[j]``; ``over``: the
-        round has ended (the opponents' hands are shown), as ``observation.encode``."""
+        round has ended (the opponents' hands are shown), as ``observation.encode``; with
+        ``observation="features"`` followed by the solver features of the view and its ``mask``."""
         k, p, dev = rows.numel(), self.num_players, self.device
         s = self.layout.slices
         obs = torch.zeros(k, self.obs_size, dtype=torch.float32, device=dev)
@@ -330,10 +331,20 @@ class TensorEnv:
         obs[:, s["scores"]] = (self.totals[rows].gather(1, order).double() / target).float()
         obs[:, s["target_score"]] = target / TARGET_SCALE
         # reshuffles: 0 in the two-player presets (no stock rebuild)
+        if self.observation == "features":
+            size = self.layout.size
+            opponents = [(observer + offset) % p for offset in range(1, p)]
+            shown = self.hands if over else self.known
+            known = torch.stack([shown[rows, seat] for seat in opponents]).any(0)
+            passed = torch.stack([self.passed[rows, seat] for seat in opponents]).any(0)
+            obs[:, size:] = solver_features(obs[:, s["hand"]].bool(), obs[:, s["discard_top"]].bool(),
+                                            obs[:, s["discard_pile"]].bool(), known, passed, self.knock_limit[rows],
+                                            mask, self._tables)
         return obs
 
     def _observe_acting(self) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._encode(self._rows, self.current, over=False), self._legal_masks()
+        mask = self._legal_masks()
+        return self._encode(self._rows, self.current, over=False, mask=mask), mask
 
     # ------------------------------------------------------------------ step
     def step(self, actions: Any) -> TensorStep:
@@ -478,7 +489,8 @@ class TensorEnv:
         done = ended[ended_terminated | truncated[ended]]
         if done.numel():
             for seat in range(p):
-                final[done, seat] = self._encode(done, torch.full_like(done, seat), over=True)
+                final[done, seat] = self._encode(done, torch.full_like(done, seat), over=True,
+                                                 mask=torch.zeros(done.numel(), NUM_ACTIONS, dtype=torch.bool, device=dev))
         self.dealer[ended] = next_dealer
         if done.numel():
             # A new match: scores from zero, the first dealer drawn.
