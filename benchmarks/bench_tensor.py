@@ -14,6 +14,15 @@ Prints one line per system and size, then the ratio at the shared size::
     python benchmarks/bench_tensor.py                      # one CPU thread (the project's target row)
     python benchmarks/bench_tensor.py --device cuda --envs 1024 16384 131072
 
+``--rollout`` adds the learner's rollout collection against ``simple`` (the engine, the network's
+inputs, the opponent and the policy network's forward pass and sampling; no gradient step), for
+today's trainer (``training.train.collect_rollout`` on a ``VectorGymEnv``, on the host) and the
+tensor path (``training.tensor_rollout.collect_tensor_rollout`` on ``--device``), counting learner
+decisions::
+
+    rollout: system=today device=cpu tables=512 decisions_per_s=...
+    rollout: system=tensor device=cpu tables=512 decisions_per_s=...
+
 Medians of ``--repeats`` measurements of ``--seconds`` each, the systems interleaved. ``--threads``
 sets torch's CPU threads (default 1: the "one core" rows of the project's targets).
 """
@@ -71,12 +80,54 @@ def batch_loop(num_envs: int):
     return run
 
 
+def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
+    """Rollout collection of ``steps`` learner decisions per table, repeated; today's or the tensor path."""
+    from okgin_env.observation import layout_for
+    from okgin_env.vector import VectorGymEnv
+    from training.model import PolicyValueNet
+    from training.tensor_rollout import TensorTables, collect_tensor_rollout
+    from training.train import Rollout, collect_rollout
+
+    torch.manual_seed(0)
+    size = layout_for(2).size
+    on = "cpu" if system == "today" else device
+    model = PolicyValueNet(size).to(on).eval()
+    rollout = Rollout.allocate(steps, tables, size, device=on)
+    if system == "today":
+        env = VectorGymEnv(tables, opponents="simple", learner_seat="alternate", episode="match", reward="points")
+        observations, infos = env.reset(seed=0)
+        state = [observations, infos["action_mask"]]
+
+        def collect() -> None:
+            state[:] = collect_rollout(model, env, state[0], state[1], rollout, None, 1.0)
+    else:
+        env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
+        env.reset(seed=0)
+        sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
+
+        def collect() -> None:
+            collect_tensor_rollout(model, env, rollout, 1.0)
+            sync()
+
+    def run(seconds: float) -> int:
+        decisions = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            collect()
+            decisions += steps * tables
+        return decisions
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], prog="bench_tensor.py")
     parser.add_argument("--device", default="cpu", help="torch device of the tensor engine (default %(default)s)")
     parser.add_argument("--envs", type=int, nargs="+", default=[1024], help="batch sizes (default %(default)s)")
     parser.add_argument("--batch-envs", type=int, default=1024, help="BatchEnv's batch size (default %(default)s)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default %(default)s)")
+    parser.add_argument("--rollout", action="store_true", help="also measure rollout collection against simple")
+    parser.add_argument("--tables", type=int, nargs="+", default=[512], help="rollout tables, per system (default %(default)s)")
     parser.add_argument("--seconds", type=float, default=3.0, help="wall time per measurement (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="measurements per system; the median is printed")
     args = parser.parse_args()
@@ -89,6 +140,12 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     systems = {f"tensor_env: device={args.device} envs={n}": (lambda n=n: tensor_loop(n, args.device)) for n in args.envs}
     systems[f"batch_env: device=cpu envs={args.batch_envs}"] = lambda: batch_loop(args.batch_envs)
+    if args.rollout:
+        for tables in args.tables:
+            systems[f"rollout: system=today device=cpu tables={tables}"] = (
+                lambda tables=tables: rollout_loop("today", tables, "cpu"))
+            systems[f"rollout: system=tensor device={args.device} tables={tables}"] = (
+                lambda tables=tables: rollout_loop("tensor", tables, args.device))
     loops = {name: factory() for name, factory in systems.items()}
     rates: dict[str, list[float]] = {name: [] for name in systems}
     for name, loop in loops.items():
@@ -107,6 +164,11 @@ def main() -> None:
     for n in args.envs:
         tensor = statistics.median(rates[f"tensor_env: device={args.device} envs={n}"])
         print(f"ratio tensor_env(envs={n}) / batch_env(envs={args.batch_envs}): {tensor / batch:.2f}x")
+    if args.rollout:
+        for tables in args.tables:
+            today = statistics.median(rates[f"rollout: system=today device=cpu tables={tables}"])
+            tensor = statistics.median(rates[f"rollout: system=tensor device={args.device} tables={tables}"])
+            print(f"ratio rollout tensor / today (tables={tables}): {tensor / today:.2f}x")
 
 
 if __name__ == "__main__":

@@ -300,3 +300,87 @@ def test_simple_as_a_tensor_policy_makes_simples_choices(rules, options):
         ref.step(actions.numpy(), out)
         ref.check_acting(out)
     assert ref.rounds >= 150 and ties >= 500  # knocks, gins, walls and tie-breaks all met
+
+
+# ----------------------------------------------------------------------------- the network's inputs
+
+
+@pytest.mark.parametrize("rules", ["classic", "standard"])
+def test_network_inputs_equal_the_training_encoders(rules):
+    from okgin_env.observation import view
+    from okgin_env.tensor.network import decision_inputs
+    from training.policy import encode_views
+
+    env = TensorEnv(128, rules=rules, episode="match")
+    out = env.reset(seed=8)
+    generator = torch.Generator().manual_seed(8)
+    decisions = 0
+    for step in range(60):
+        got = decision_inputs(env)
+        observations, masks = out.observation.numpy(), out.action_mask.numpy().astype(np.int8)
+        views = [view({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)]
+        want, actions = encode_views(views, 2)
+        for name, a, b in zip(("context", "action features", "action ids", "legal"), got, want):
+            assert a.dtype == b.dtype and a.numpy().tobytes() == b.numpy().tobytes(), (name, step)
+        decisions += env.num_envs
+        out = env.step(random_actions(out.action_mask, generator) if step % 2 else
+                       torch.tensor([greedy_action(s) for s in env_states(env)]))
+    assert decisions >= 7_000
+
+
+def env_states(env):
+    """The rules core's round state of every game of ``env`` (from its dealt deck and its history is
+    not kept, so rebuilt from parts)."""
+    from okgin_env.rules.round import Phase
+
+    states = []
+    hands = env.hand_masks().tolist()
+    for g in range(env.num_envs):
+        pile = env.pile[g, : int(env.pile_len[g])].tolist()
+        stock = env.deck[g, int(env.stock_pos[g]):].flip(0).tolist()
+        states.append(RoundState.from_parts(
+            env.config, hands=hands[g], stock=stock, discard_pile=pile, upcard=int(env.upcard[g]),
+            dealer=int(env.dealer[g]), current=int(env.current[g]), phase=Phase(int(env.phase[g])),
+            taken_card=int(env.taken_card[g]), must_draw_stock=bool(env.must_draw_stock[g]),
+            offers_declined=int(env.offers_declined[g]) if int(env.phase[g]) == 0 else None,
+            discards=int(env.discards[g])))
+    return states
+
+
+def test_active_steps_only_those_games():
+    env = TensorEnv(4, episode="round")
+    first = env.reset(seed=11)
+    hands = env.hands.clone()
+    active = torch.tensor([True, False, True, False])
+    out = env.step(torch.tensor([2, 999, 2, -5]), active=active)  # inactive games' actions are not read
+    assert torch.equal(env.hands[~active], hands[~active])
+    assert torch.equal(out.observation[~active], first.observation[~active])
+    assert torch.equal(out.current_player[active], 1 - first.current_player[active])
+    with pytest.raises(ValueError, match=r"active must be a bool tensor of shape \(4,\)"):
+        env.step(torch.tensor([2, 2, 2, 2]), active=torch.tensor([1, 0, 1, 0]))
+
+
+def test_tensor_tables_return_when_every_learner_is_to_act_and_alternate_seats():
+    from training.model import PolicyValueNet
+    from training.tensor_rollout import TensorTables, collect_tensor_rollout
+    from training.train import Rollout
+
+    tables = TensorTables(32, learner_seat="alternate", episode="round")
+    tables.reset(seed=12)
+    assert torch.equal(tables.env.current, tables.learner) and not tables.learner.any()
+    generator = torch.Generator().manual_seed(12)
+    seats_seen, rounds = set(), 0
+    for _ in range(300):
+        before = tables.learner.clone()
+        rewards, ended = tables.learner_step(random_actions(tables.env.action_mask_view(), generator))
+        assert torch.equal(tables.env.current, tables.learner)
+        assert not rewards[~ended].any()  # points are paid only where a round ended
+        assert torch.equal(tables.learner != before, ended)  # a round episode ends: the seats swap
+        seats_seen |= set(tables.learner.tolist())
+        rounds += int(ended.sum())
+    assert seats_seen == {0, 1} and rounds >= 100
+    model = PolicyValueNet(tables.env.obs_size)
+    rollout = Rollout.allocate(8, 32, tables.env.obs_size)
+    collect_tensor_rollout(model, tables, rollout, 1.0)
+    chosen_ids = rollout.action_ids.gather(2, rollout.actions[:, :, None]).squeeze(2)
+    assert (chosen_ids < NUM_ACTIONS).all() and rollout.legal.gather(2, rollout.actions[:, :, None]).all()

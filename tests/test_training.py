@@ -81,6 +81,18 @@ def test_resume_continues_from_the_last_checkpoint(trained_run: Path, tmp_path: 
     assert meta["progress"]["decisions"] == 384  # 256 done before + one more update of 128
 
 
+def test_the_tensor_engine_trains_reproducibly_and_its_checkpoint_plays(tmp_path: Path):
+    weights = []
+    for name in ("a", "b"):
+        summary = train_main([*TINY, "--device", "cpu", "--total-decisions", "256", "--run-dir", str(tmp_path / name),
+                              "--seed", "7", "--eval-every", "1"])
+        weights.append(load_checkpoint(tmp_path / name / "last.pt")["model"])
+    for key in weights[0]:
+        assert torch.equal(weights[0][key], weights[1][key]), key
+    assert summary["decisions"] == 256
+    assert play_short_match(load_policy(tmp_path / "a" / "best.pt")) > 0
+
+
 def test_same_seed_gives_the_same_first_updates(tmp_path: Path):
     weights = []
     for name in ("a", "b"):
@@ -577,6 +589,10 @@ def test_penalty_training_with_self_play_smoke(tmp_path: Path, num_players: int)
     (["--bc-teacher", "nobody"], "unknown player 'nobody'"),
     (["--bc-teacher", "lookahead:hold_for_gin=-1"], "hold_for_gin=-1 is not allowed"),
     (["--bc-teacher", "search:time_limit=0.1"], "a time_limit makes play depend"),
+    (["--device", "cpu", "--opponent-pool", "simple@1 self@1"], "the tensor engine does not take --opponent-pool"),
+    (["--device", "cpu", "--bc-teacher", "lookahead"], "the tensor engine does not take --bc-teacher 'lookahead'"),
+    (["--device", "cpu", "--rules", "penalty"], "the tensor engine does not take --rules penalty"),
+    (["--device", "tpu"], "--device 'tpu'"),
 ])
 def test_bad_player_counts_and_pools_exit_2_before_anything_is_written(tmp_path: Path, capsys, argv, message):
     assert cli([*TINY, *argv, "--run-dir", str(tmp_path / "x")]) == 2

@@ -52,7 +52,7 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str,
     """Write weights + metadata to ``path`` atomically (temporary file, then rename)."""
     write_checkpoint(path, {
         "format": CHECKPOINT_FORMAT,
-        "model": model.state_dict(),
+        "model": {name: value.cpu() for name, value in model.state_dict().items()},  # (from any device)
         "metadata": {
             "observation_version": OBSERVATION_VERSION,
             "observation_size": model.observation_size,

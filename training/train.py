@@ -71,6 +71,7 @@ from .model import PolicyValueNet
 from .plot import plot_progress
 from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load_checkpoint, save_checkpoint, write_checkpoint
 from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, format_evaluation
+from .tensor_rollout import TensorTables, collect_tensor_rollout, resolve_device, tensor_bootstrap_value
 
 PROG = "python -m training.train"
 
@@ -120,6 +121,10 @@ class TrainConfig:
     opponent_pool: str = setting("simple", "the other seats' players, SPEC@WEIGHT entries separated by spaces "
                                  "splitting the tables by weight: player specs (simple, search:rollouts=8, a "
                                  "policy file) and self (past snapshots of the learner), e.g. 'simple@3 self@1'")
+    device: str = setting("", "run the stage on the tensor engine (okgin_env.tensor) on this torch device: the games, "
+                          "the network's inputs, simple and the network on one device; auto: CUDA when available, "
+                          "else the CPU; empty: the numpy engine on the host, as the shipped recipes",
+                          choices=("", "auto", "cpu", "cuda"))
     eval_every: int = setting(10, "updates between evaluations (the first comes right after imitation)", low=1)
     eval_matches: int = setting(400, "matches per evaluation against simple (a tenth, at least 10, against random)",
                                 low=1)
@@ -134,6 +139,16 @@ def check_config(config: TrainConfig) -> RulesConfig:
         raise ValueError(f"--num-players {config.num_players}: {error}") from None
     check_training_player(config.bc_teacher, "--bc-teacher", rules)
     parse_pool(config.opponent_pool, rules)
+    if config.device:
+        refused = [(config.rules not in ("classic", "standard"), f"--rules {config.rules}", "classic or standard"),
+                   (config.opponent_pool != "simple", f"--opponent-pool {config.opponent_pool!r}", "simple"),
+                   (config.bc_teacher != "simple", f"--bc-teacher {config.bc_teacher!r}", "simple"),
+                   (config.outlook_features, "--outlook-features", "off")]
+        for wrong, what, allowed in refused:
+            if wrong:
+                raise ValueError(f"--device {config.device}: the tensor engine does not take {what}; allowed: {allowed}")
+        if config.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("--device cuda: torch finds no CUDA device here; allowed: auto, cpu")
     return rules
 
 
@@ -160,19 +175,20 @@ class Rollout:
 
     @classmethod
     def allocate(cls, steps: int, tables: int, observation_size: int,
-                 num_action_features: int = NUM_ACTION_FEATURES) -> "Rollout":
+                 num_action_features: int = NUM_ACTION_FEATURES, device: str | torch.device = "cpu") -> "Rollout":
         shape = (steps, tables)
+        on = {"device": device}
         return cls(
-            observations=torch.zeros(*shape, observation_size),
-            contexts=torch.zeros(*shape, NUM_CONTEXT_FEATURES),
-            action_features=torch.zeros(*shape, MAX_LEGAL_ACTIONS, num_action_features),
-            action_ids=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.long),
-            legal=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.bool),
-            actions=torch.zeros(shape, dtype=torch.long),
-            log_probs=torch.zeros(shape),
-            values=torch.zeros(shape),
-            rewards=torch.zeros(shape),
-            round_ends=torch.zeros(shape),
+            observations=torch.zeros(*shape, observation_size, **on),
+            contexts=torch.zeros(*shape, NUM_CONTEXT_FEATURES, **on),
+            action_features=torch.zeros(*shape, MAX_LEGAL_ACTIONS, num_action_features, **on),
+            action_ids=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.long, **on),
+            legal=torch.zeros(*shape, MAX_LEGAL_ACTIONS, dtype=torch.bool, **on),
+            actions=torch.zeros(shape, dtype=torch.long, **on),
+            log_probs=torch.zeros(shape, **on),
+            values=torch.zeros(shape, **on),
+            rewards=torch.zeros(shape, **on),
+            round_ends=torch.zeros(shape, **on),
         )
 
     def flat(self, name: str) -> torch.Tensor:
@@ -257,7 +273,7 @@ def compute_advantages(rollout: Rollout, next_value: torch.Tensor, gae_lambda: f
     next decision's value where a round runs past the end of the rollout."""
     steps = rollout.rewards.shape[0]
     advantages = torch.zeros_like(rollout.rewards)
-    running = torch.zeros(rollout.rewards.shape[1])
+    running = torch.zeros(rollout.rewards.shape[1], device=rollout.rewards.device)
     for t in reversed(range(steps)):
         not_done = 1.0 - rollout.round_ends[t]
         following = next_value if t == steps - 1 else rollout.values[t + 1]
@@ -365,12 +381,22 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     # the pool plays the others (self-play tables play simple until the first snapshot).
     table_opponents = split_tables(parse_pool(config.opponent_pool, rules), config.num_tables)
     snapshots = SnapshotPool([i for i, name in enumerate(table_opponents) if name == SELF], config.seed)
-    tables = VectorGymEnv(config.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
-                          learner_seat="alternate", rules=config.rules, num_players=rules.num_players,
-                          episode="match", reward="points")
-    observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
-    masks = infos["action_mask"]
-    rollout = Rollout.allocate(hyper.rollout_length, config.num_tables, observation_size, model.num_action_features)
+    if config.device:  # the tensor engine: tables, inputs, simple and the network on one device
+        device = resolve_device(config.device)
+        model.to(device)
+        tables = TensorTables(config.num_tables, device=device, learner_seat="alternate", rules=config.rules,
+                              episode="match", reward="points")
+        tables.reset(seed=int(table_rng.integers(2**31)))
+        observations = masks = None
+    else:
+        device = torch.device("cpu")
+        tables = VectorGymEnv(config.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
+                              learner_seat="alternate", rules=config.rules, num_players=rules.num_players,
+                              episode="match", reward="points")
+        observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
+        masks = infos["action_mask"]
+    rollout = Rollout.allocate(hyper.rollout_length, config.num_tables, observation_size, model.num_action_features,
+                               device=device)
     log = RunLog(files, fresh=not resumed)
     evaluator = Evaluator(config.eval_matches, config.seed, rules, hyper.eval_max_rounds)
     decisions_per_update = hyper.rollout_length * config.num_tables
@@ -383,9 +409,13 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
             while progress.decisions < config.total_decisions and not stop.requested:
                 phase = "bc" if progress.update < imitation_updates else "ppo"
                 # ---- rollout, advantages, update
-                observations, masks = collect_rollout(model, tables, observations, masks, rollout,
-                                                      teacher if phase == "bc" else None, hyper.reward_scale)
-                next_value = bootstrap_value(model, tables, observations, masks)
+                if config.device:
+                    collect_tensor_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc")
+                    next_value = tensor_bootstrap_value(model, tables)
+                else:
+                    observations, masks = collect_rollout(model, tables, observations, masks, rollout,
+                                                          teacher if phase == "bc" else None, hyper.reward_scale)
+                    next_value = bootstrap_value(model, tables, observations, masks)
                 advantages, returns = compute_advantages(rollout, next_value, hyper.gae_lambda)
                 stats = update_networks(model, optimizer, rollout, advantages, returns, phase, hyper)
                 progress.update += 1

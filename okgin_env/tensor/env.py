@@ -20,7 +20,9 @@ one device, every rule a batched tensor operation, no Python loop over games::
   ``options={"deck": decks, "dealer": dealers}`` fixes the first deal of every game: ``decks`` a
   (N, 52) integer tensor or array of card ids, top first (a permutation per row), ``dealers`` (N,)
   seats or one seat for all (as ``BatchEnv``'s options of the same names).
-* ``step(actions) -> TensorStep``: ``actions`` (N,) integers, one per game, for its seat to act.
+* ``step(actions, active=None) -> TensorStep``: ``actions`` (N,) integers, one per game, for its
+  seat to act; ``active`` (N,) bool steps only those games (the others keep their state, and their
+  actions are not read): a learner and its opponents can take turns on one batch.
 * ``TensorStep`` fields, tensors on the env's device: ``observation`` (N, D) float32 and
   ``action_mask`` (N, 107) bool of the seat to act, ``current_player`` (N,) int64; ``rewards``
   (N, num_players) float32 (what the AEC env's ``rewards`` hold after that step); ``terminated``
@@ -347,18 +349,26 @@ class TensorEnv:
         return self._encode(self._rows, self.current, over=False, mask=mask), mask
 
     # ------------------------------------------------------------------ step
-    def step(self, actions: Any) -> TensorStep:
-        """Play one action in every game and restart finished episodes (the module docstring)."""
+    def step(self, actions: Any, active: Any = None) -> TensorStep:
+        """Play one action in every game (or in the games where ``active``, an (N,) bool tensor, is
+        True: the others are left as they are, their actions unread) and restart finished episodes
+        (the module docstring)."""
         if self._generator is None:
             raise RuntimeError("call reset() before step()")
         acts = self._checked_actions(actions)
-        legal = self._mask.gather(1, acts.clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1) & (acts >= 0) & (acts < NUM_ACTIONS)
+        if active is not None:
+            if not isinstance(active, torch.Tensor) or active.dtype != torch.bool or active.shape != (self.num_envs,):
+                raise ValueError(f"active must be a bool tensor of shape ({self.num_envs},), got {active!r:.80}")
+            active = active.to(self.device)
+        in_range = (acts >= 0) & (acts < NUM_ACTIONS)
+        legal = self._mask.gather(1, acts.clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1) & in_range
+        if active is not None:
+            legal = legal | ~active
         if self.illegal == "raise":
             if not bool(legal.all()):
                 self._raise_illegal(acts, legal)
-            play = None
-        else:
-            play = legal
+            return self._apply(acts, active, torch.zeros_like(legal))
+        play = legal if active is None else legal & active
         return self._apply(acts, play, ~legal)
 
     def _checked_actions(self, actions: Any) -> torch.Tensor:
@@ -383,6 +393,7 @@ class TensorEnv:
         raise ValueError(f"game {g}: action {what} is not legal for seat {int(self.current[g])}; legal: {names}")
 
     def _apply(self, acts: torch.Tensor, play: torch.Tensor | None, illegal: torch.Tensor) -> TensorStep:
+        """Play ``acts`` in the games where ``play`` (None: all); ``illegal`` is returned as is."""
         n, p, dev = self.num_envs, self.num_players, self.device
         one_hot = torch.nn.functional.one_hot
         rows = self._rows
@@ -442,7 +453,7 @@ class TensorEnv:
             terminated, truncated, scores = self._end_rounds(ended, knock, rewards, final)
         self._observation, self._mask = self._observe_acting()
         return TensorStep(self._observation, self._mask, self.current.clone(), rewards, terminated, truncated,
-                          round_over, scores, final, illegal if play is not None else torch.zeros_like(illegal))
+                          round_over, scores, final, illegal)
 
     # ------------------------------------------------------------------ the end of a round
     def _end_rounds(self, ended: torch.Tensor, knock: torch.Tensor, rewards: torch.Tensor, final: torch.Tensor):
@@ -534,6 +545,10 @@ class TensorEnv:
     def action_masks(self) -> torch.Tensor:
         """(N, 107) bool: the current legal actions of every game's seat to act."""
         return self._mask.clone()
+
+    def action_mask_view(self) -> torch.Tensor:
+        """``action_masks`` without the copy: valid until the next ``step`` or ``reset``; not to be written."""
+        return self._mask
 
     def hand_masks(self) -> torch.Tensor:
         """(N, num_players) int64: every seat's hand as a 52-bit card mask (hidden information: for
