@@ -48,11 +48,21 @@ class CheckpointError(ValueError):
 # ----------------------------------------------------------------------------- saving
 
 
+def _host_state(model: PolicyValueNet) -> dict[str, Any]:
+    """The model's state dict with its tensors on the CPU (a model trained on a GPU saves like any other)."""
+    state = model.state_dict()
+    if all(value.device.type == "cpu" for value in state.values()):
+        return state
+    host = type(state)((name, value.cpu()) for name, value in state.items())
+    host._metadata = getattr(state, "_metadata", None)
+    return host
+
+
 def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
     """Write weights + metadata to ``path`` atomically (temporary file, then rename)."""
     write_checkpoint(path, {
         "format": CHECKPOINT_FORMAT,
-        "model": {name: value.cpu() for name, value in model.state_dict().items()},  # (from any device)
+        "model": _host_state(model),
         "metadata": {
             "observation_version": OBSERVATION_VERSION,
             "observation_size": model.observation_size,
