@@ -66,7 +66,7 @@ class TensorTables:
 
     def _switch_seats(self, finished: torch.Tensor) -> None:
         if self.alternate:
-            self.learner = torch.where(finished, 1 - self.learner, self.learner)
+            self.learner = torch.where(finished, (self.learner + 1) % self.env.num_players, self.learner)
 
     def _advance_opponents(self, rewards: torch.Tensor, ended: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         env = self.env

@@ -13,8 +13,8 @@ one device, every rule a batched tensor operation, no Python loop over games::
 * ``TensorEnv(num_envs, device="cpu", rules="classic", episode="round", reward="points",
   observation="cards", max_rounds=200, illegal="raise", **rule_options)``: the options of
   ``okgin_env.env`` (a preset name or a ``RulesConfig``, and any rule option of docs/rules.md §10).
-  Two-player presets: ``classic`` and ``standard`` (the ``penalty`` preset is not carried yet:
-  its stock reshuffles need a shuffle inside a round, see docs/api.md). ``observation="features"``
+  Every preset: ``classic``, ``standard`` and ``penalty`` with 2-4 players (its stock rebuilds
+  shuffle the discard pile on the device, from the env's generator). ``observation="features"``
   appends the solver features of ``okgin_env.features`` (``okgin_env.tensor.features``).
 * ``reset(seed=None, options=None) -> TensorStep`` deals a new episode in every game;
   ``options={"deck": decks, "dealer": dealers}`` fixes the first deal of every game: ``decks`` a
@@ -113,9 +113,6 @@ class TensorEnv:
         if illegal not in ILLEGAL_MODES:
             raise ValueError(f"illegal={illegal!r}; allowed: {', '.join(map(repr, ILLEGAL_MODES))}")
         config = make_config(rules, num_players=num_players, **rule_options)
-        if config.reshuffle_stock or config.num_players != 2:
-            raise ValueError(f"rules={config.rules!r} with {config.num_players} players is not available in TensorEnv "
-                             "yet; allowed: the two-player presets 'classic' and 'standard' (and their options)")
         try:
             self.device = torch.device(device)
             torch.zeros(1, device=self.device)
@@ -158,9 +155,14 @@ class TensorEnv:
         self.must_draw_stock = torch.zeros(n, dtype=torch.bool, device=dev)
         self.taken_card = torch.full((n,), -1, **i64)
         self.discards = torch.zeros(n, **i64)
+        self.reshuffles = torch.zeros(n, **i64)
+        #: The order of the last stock rebuild of each game (rules.round.RoundState._reshuffle's
+        #: permutation of the pile under its top): tools and tests read it.
+        self.last_permutation = torch.zeros(n, NUM_CARDS, **i64)
         # Match state (rules.match.MatchState): totals toward the target, rounds won and played.
         self.totals = torch.zeros(n, p, **i64)
         self.rounds_won = torch.zeros(n, p, **i64)
+        self.rounds_lost = torch.zeros(n, p, **i64)  # penalty tie-break: rounds in which a seat was charged
         self.rounds_played = torch.zeros(n, **i64)
         self._observation = torch.zeros(n, self.obs_size, dtype=torch.float32, device=dev)
         self._mask = torch.zeros(n, NUM_ACTIONS, dtype=torch.bool, device=dev)
@@ -188,6 +190,7 @@ class TensorEnv:
             first_dealers = dealers
         self.totals.zero_()
         self.rounds_won.zero_()
+        self.rounds_lost.zero_()
         self.rounds_played.zero_()
         self.dealer.copy_(first_dealers)
         self._deal(rows, decks)
@@ -260,6 +263,7 @@ class TensorEnv:
         self.must_draw_stock[rows] = False
         self.taken_card[rows] = -1
         self.discards[rows] = 0
+        self.reshuffles[rows] = 0
 
     def _knock_limits(self, upcard: torch.Tensor) -> torch.Tensor:
         """``rules.round.knock_limit_for`` of each upcard."""
@@ -332,7 +336,7 @@ class TensorEnv:
         order = (observer[:, None] + torch.arange(p, device=dev)) % p
         obs[:, s["scores"]] = (self.totals[rows].gather(1, order).double() / target).float()
         obs[:, s["target_score"]] = target / TARGET_SCALE
-        # reshuffles: 0 in the two-player presets (no stock rebuild)
+        obs[:, s["reshuffles"]] = self.reshuffles[rows].float()[:, None]
         if self.observation == "features":
             size = self.layout.size
             opponents = [(observer + offset) % p for offset in range(1, p)]
@@ -433,7 +437,15 @@ class TensorEnv:
         self.must_draw_stock = (self.must_draw_stock & ~from_stock) | everybody_passed
         self.discards = self.discards + discard.long()
         stock_size = NUM_CARDS - self.stock_pos
-        wall = discard & ((self.discards >= self.config.max_turns) | (stock_size <= STOCK_LEFT_AT_WALL))
+        too_long = discard & (self.discards >= self.config.max_turns)
+        exhausted = discard & ~too_long & (stock_size <= STOCK_LEFT_AT_WALL)
+        if self.config.reshuffle_stock:  # penalty: the stock is rebuilt, up to max_reshuffles times
+            rebuild = exhausted & (self.reshuffles < self.config.max_reshuffles)
+            exhausted = exhausted & ~rebuild
+            rebuilt = rebuild.nonzero().squeeze(1)
+            if rebuilt.numel():
+                self._rebuild_stock(rebuilt)
+        wall = too_long | exhausted
         next_seat = (cur + 1) % p
         self.current = torch.where(everybody_passed, (self.dealer + 1) % p,
                                    torch.where(decline | (discard & ~wall), next_seat, cur))
@@ -455,6 +467,32 @@ class TensorEnv:
         return TensorStep(self._observation, self._mask, self.current.clone(), rewards, terminated, truncated,
                           round_over, scores, final, illegal)
 
+    def _rebuild_stock(self, games: torch.Tensor) -> None:
+        """docs/rules.md §9 (``RoundState._reshuffle``): the discard pile but its top, shuffled, goes
+        under the stock's last cards; the top stays as the pile."""
+        k, dev = games.numel(), self.device
+        pile, length = self.pile[games], self.pile_len[games]
+        under = length - 1  # cards shuffled
+        slots = torch.arange(NUM_CARDS, device=dev)
+        # A uniform permutation of 0..under-1 per game (positions past it sort last).
+        keys = torch.rand(k, NUM_CARDS, generator=self._generator, device=dev).masked_fill(slots >= under[:, None], 2.0)
+        permutation = keys.argsort(1)
+        shuffled = pile.gather(1, permutation)  # shuffled[j] = under[permutation[j]]
+        left = NUM_CARDS - self.stock_pos[games]  # the cards still in the stock, in draw order
+        start = NUM_CARDS - left - under  # the rebuilt stock fills the deck's last positions
+        position = slots - start[:, None]  # 0.. in draw order: the old stock, then the shuffled cards last first
+        old = self.deck[games].gather(1, (self.stock_pos[games, None] + position).clamp(0, NUM_CARDS - 1))
+        new = shuffled.gather(1, (under[:, None] - 1 - (position - left[:, None])).clamp(0, NUM_CARDS - 1))
+        deck = torch.where(position < 0, self.deck[games], torch.where(position < left[:, None], old, new))
+        top = pile.gather(1, (length - 1)[:, None]).squeeze(1)
+        self.deck[games] = deck
+        self.stock_pos[games] = start
+        self.pile[games, 0] = top
+        self.pile_len[games] = 1
+        self.pile_mask[games] = torch.nn.functional.one_hot(top, NUM_CARDS).bool()
+        self.reshuffles[games] += 1
+        self.last_permutation[games] = permutation
+
     # ------------------------------------------------------------------ the end of a round
     def _end_rounds(self, ended: torch.Tensor, knock: torch.Tensor, rewards: torch.Tensor, final: torch.Tensor):
         """Score the rounds that ended in ``ended`` (knocks by the rules core's showdown, walls as
@@ -473,16 +511,25 @@ class TensorEnv:
         won = winner[ended]
         has_winner = won >= 0
         self.rounds_won[ended[has_winner], won[has_winner]] += 1
+        if config.penalty_scoring:
+            self.rounds_lost[ended] += (points[ended] > 0).long()
         next_dealer = torch.where(has_winner, won, self.dealer[ended])  # the winner deals next (after the final observations)
         totals = self.totals[ended]
         match_over = totals.max(1).values >= config.target_score
-        match_winner = totals.argmax(1)  # the first of equal totals: the lower seat (rules.match)
+        if config.penalty_scoring:  # fewest penalty points, then fewest rounds lost, then the lower seat
+            seats = torch.arange(p, device=dev)
+            match_winner = ((totals * (1 << 24) + self.rounds_lost[ended]) * 8 + seats).argmin(1)
+        else:
+            match_winner = totals.argmax(1)  # the first of equal totals: the lower seat (rules.match)
         scores = self.totals.clone()
         # Rewards (okgin_env.episode.end_of_round).
         if self.reward_mode == "points":
             pts = points[ended].double()
             total = pts.sum(1, keepdim=True)
-            rewards[ended] = (pts - (total - pts) / (p - 1)).float()
+            if config.penalty_scoring:  # showdown.zero_sum_rewards
+                rewards[ended] = ((total - pts) / (p - 1) - pts).float()
+            else:
+                rewards[ended] = (pts - (total - pts) / (p - 1)).float()
         terminated = torch.zeros(n, dtype=torch.bool, device=dev)
         truncated = torch.zeros_like(terminated)
         ended_terminated = match_over | (self.episode == "round")
@@ -507,6 +554,7 @@ class TensorEnv:
             # A new match: scores from zero, the first dealer drawn.
             self.totals[done] = 0
             self.rounds_won[done] = 0
+            self.rounds_lost[done] = 0
             self.rounds_played[done] = 0
             self.dealer[done] = torch.randint(0, p, (done.numel(),), generator=self._generator, device=dev)
         self._deal(ended)
