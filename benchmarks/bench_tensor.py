@@ -23,6 +23,13 @@ decisions::
     rollout: system=today device=cpu tables=512 decisions_per_s=...
     rollout: system=tensor device=cpu tables=512 decisions_per_s=...
 
+``--ppo`` adds the whole PPO learner (rollout, advantages and the gradient steps of
+``training.train.update_networks`` with the shipped hyperparameters; no evaluation), counting learner
+decisions, for the same two systems::
+
+    ppo: system=today device=cpu tables=128 learner_decisions_per_s=...
+    ppo: system=tensor device=cpu tables=128 learner_decisions_per_s=...
+
 Medians of ``--repeats`` measurements of ``--seconds`` each, the systems interleaved. ``--threads``
 sets torch's CPU threads (default 1: the "one core" rows of the project's targets).
 """
@@ -120,6 +127,53 @@ def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
     return run
 
 
+def ppo_loop(system: str, tables: int, device: str):
+    """Whole PPO updates (``Hyperparameters()``'s rollout length, epochs and minibatches)."""
+    from okgin_env.observation import layout_for
+    from okgin_env.vector import VectorGymEnv
+    from training.model import PolicyValueNet
+    from training.tensor_rollout import TensorTables, collect_tensor_rollout, tensor_bootstrap_value
+    from training.train import Hyperparameters, Rollout, bootstrap_value, collect_rollout, compute_advantages, update_networks
+
+    torch.manual_seed(0)
+    hyper = Hyperparameters()
+    size = layout_for(2).size
+    on = "cpu" if system == "today" else device
+    model = PolicyValueNet(size, hidden=hyper.hidden).to(on)
+    optimizer = torch.optim.Adam(model.parameters(), lr=hyper.learning_rate, eps=1e-5)
+    rollout = Rollout.allocate(hyper.rollout_length, tables, size, device=on)
+    if system == "today":
+        env = VectorGymEnv(tables, opponents="simple", learner_seat="alternate", episode="match", reward="points")
+        observations, infos = env.reset(seed=0)
+        state = [observations, infos["action_mask"]]
+
+        def collect() -> torch.Tensor:
+            state[:] = collect_rollout(model, env, state[0], state[1], rollout, None, hyper.reward_scale)
+            return bootstrap_value(model, env, state[0], state[1])
+    else:
+        env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
+        env.reset(seed=0)
+
+        def collect() -> torch.Tensor:
+            collect_tensor_rollout(model, env, rollout, hyper.reward_scale)
+            return tensor_bootstrap_value(model, env)
+
+    sync = torch.cuda.synchronize if torch.device(on).type == "cuda" else (lambda: None)
+
+    def run(seconds: float) -> int:
+        decisions = 0
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            next_value = collect()
+            advantages, returns = compute_advantages(rollout, next_value, hyper.gae_lambda)
+            update_networks(model, optimizer, rollout, advantages, returns, "ppo", hyper)
+            sync()
+            decisions += hyper.rollout_length * tables
+        return decisions
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], prog="bench_tensor.py")
     parser.add_argument("--device", default="cpu", help="torch device of the tensor engine (default %(default)s)")
@@ -128,6 +182,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default %(default)s)")
     parser.add_argument("--rollout", action="store_true", help="also measure rollout collection against simple")
     parser.add_argument("--tables", type=int, nargs="+", default=[512], help="rollout tables, per system (default %(default)s)")
+    parser.add_argument("--ppo", action="store_true", help="also measure the whole PPO learner")
+    parser.add_argument("--ppo-tables", type=int, default=128, help="the PPO learner's tables (default %(default)s, the recipes')")
     parser.add_argument("--seconds", type=float, default=3.0, help="wall time per measurement (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="measurements per system; the median is printed")
     args = parser.parse_args()
@@ -146,6 +202,10 @@ def main() -> None:
                 lambda tables=tables: rollout_loop("today", tables, "cpu"))
             systems[f"rollout: system=tensor device={args.device} tables={tables}"] = (
                 lambda tables=tables: rollout_loop("tensor", tables, args.device))
+    if args.ppo:
+        for system, on in (("today", "cpu"), ("tensor", args.device)):
+            systems[f"ppo: system={system} device={on} tables={args.ppo_tables}"] = (
+                lambda system=system: ppo_loop(system, args.ppo_tables, args.device))
     loops = {name: factory() for name, factory in systems.items()}
     rates: dict[str, list[float]] = {name: [] for name in systems}
     for name, loop in loops.items():
@@ -159,7 +219,8 @@ def main() -> None:
     print(f"torch {torch.__version__}, {args.threads} CPU thread(s), {args.seconds:g} s per measurement, "
           f"median of {args.repeats}")
     for name, values in rates.items():
-        print(f"{name} decisions_per_s={statistics.median(values):.0f}")
+        unit = "learner_decisions_per_s" if name.startswith("ppo") else "decisions_per_s"
+        print(f"{name} {unit}={statistics.median(values):.0f}")
     batch = statistics.median(rates[f"batch_env: device=cpu envs={args.batch_envs}"])
     for n in args.envs:
         tensor = statistics.median(rates[f"tensor_env: device={args.device} envs={n}"])
@@ -169,6 +230,10 @@ def main() -> None:
             today = statistics.median(rates[f"rollout: system=today device=cpu tables={tables}"])
             tensor = statistics.median(rates[f"rollout: system=tensor device={args.device} tables={tables}"])
             print(f"ratio rollout tensor / today (tables={tables}): {tensor / today:.2f}x")
+    if args.ppo:
+        today = statistics.median(rates[f"ppo: system=today device=cpu tables={args.ppo_tables}"])
+        tensor = statistics.median(rates[f"ppo: system=tensor device={args.device} tables={args.ppo_tables}"])
+        print(f"ratio ppo tensor / today (tables={args.ppo_tables}): {tensor / today:.2f}x")
 
 
 if __name__ == "__main__":
