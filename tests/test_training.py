@@ -729,3 +729,38 @@ def test_a_resume_with_other_settings_than_last_pt_was_trained_with_is_refused(t
     with pytest.raises(ValueError, match="bc_teacher: 'simple' -> 'lookahead'"):
         train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume",
                     "--bc-teacher", "lookahead"])
+
+
+# ----------------------------------------------------------------------------- exploitability
+
+
+def test_exploit_trains_a_best_response_and_measures_it_on_fresh_mirrored_deals(tmp_path: Path, capsys):
+    import json
+
+    from training.exploit import ExploitConfig, run as exploit
+
+    config = ExploitConfig(policy="simple", decisions=10**6, minutes=0.001, num_tables=8, matches=6, seed=2,
+                           hyper=TINY_HYPER)
+    report = exploit(config, tmp_path / "ex", progress_bar=False)
+    assert report == json.loads((tmp_path / "ex" / "exploit.json").read_text())
+    assert 0 < report["decisions_trained"] < 10**6  # the minutes budget stopped it
+    assert report["matches"] == 6 and sum(report["wins_draws_losses"]) == 6
+    low, high = report["interval_95"]
+    assert low - 1e-9 <= report["best_response_win_rate"] <= high + 1e-9
+    assert "best response to simple after" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "--policy is required"),
+    (["--policy", "aggressor"], "--policy 'aggressor': the held-out bots"),
+    (["--policy", "search:time_limit=0.1"], "a time_limit makes play depend"),
+    (["--policy", "missing.pt"], "missing.pt"),
+    (["--policy", "simple", "--matches", "1"], "--matches"),
+])
+def test_exploit_refuses_bad_arguments_with_one_line(tmp_path: Path, capsys, argv, message):
+    from training.exploit import cli as exploit_cli
+
+    assert exploit_cli([*argv, "--run-dir", str(tmp_path / "x"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "x").exists()

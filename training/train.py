@@ -109,6 +109,8 @@ class TrainConfig:
     num_players: int = setting(0, "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count",
                                low=0, high=4)
     total_decisions: int = setting(3_000_000, "learner decisions to train for", low=1, budget=True)
+    minutes: float = setting(0.0, "also stop after this many minutes of training, over every resume (0: no time "
+                             "limit)", low=0.0, budget=True)
     num_tables: int = setting(128, "games stepped together (batched inference)", low=1)
     bc_updates: int = setting(15, "first updates imitate --bc-teacher (warm start)", low=0)
     bc_teacher: str = setting("simple", "the player imitated in the first --bc-updates, a player spec (simple, "
@@ -406,7 +408,8 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
 
     with StopSignals() as stop:
         try:
-            while progress.decisions < config.total_decisions and not stop.requested:
+            while (progress.decisions < config.total_decisions and not stop.requested
+                   and not (config.minutes and time.time() - start >= 60 * config.minutes)):
                 phase = "bc" if progress.update < imitation_updates else "ppo"
                 # ---- rollout, advantages, update
                 if config.device:
@@ -431,7 +434,8 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 meta = {**metadata, "progress": dataclasses.asdict(progress), "evaluation": log.last_evaluation}
                 save_checkpoint(files.last, model, meta, extra={"optimizer": optimizer.state_dict()})
                 saved = dataclasses.replace(progress)
-                last_update = progress.decisions >= config.total_decisions
+                last_update = (progress.decisions >= config.total_decisions
+                               or bool(config.minutes and time.time() - start >= 60 * config.minutes))
                 # A run that ends with no evaluation yet (one resumed after a stop) gets its final
                 # policy evaluated, so that every finished run has a best.pt.
                 if (evaluation_due(phase, progress, imitation_updates, config)
