@@ -58,6 +58,10 @@ class PairResult:
     penalty_per_round_a: float = float("nan")  # penalty preset: points charged to A per round
     penalty_per_round_field: float = float("nan")  # ... and to each of B's seats, on average
     rounds_per_game: float = float("nan")
+    rounds_won_a: int = 0  # single hands won by A (a drawn round is won by nobody)
+    round_win_rate_a: float = float("nan")  # rounds_won_a / rounds: per hand, next to the per-match win rate
+    round_ci_low: float = 0.0
+    round_ci_high: float = 1.0
     gin_rate_a: float = 0.0
     gin_rate_b: float = 0.0
     knock_rate_a: float = 0.0
@@ -94,6 +98,9 @@ class PairResult:
                 for side in "ab":
                     setattr(r, f"{kind}_rate_{side}", sum(rec[f"{kind}_{side}"] for rec in records) / r.rounds)
             r.draw_rate = sum(rec["round_draws"] for rec in records) / r.rounds
+            r.rounds_won_a = sum(rec[f"{kind}_a"] for rec in records for kind in KINDS)
+            r.round_win_rate_a = r.rounds_won_a / r.rounds
+            r.round_ci_low, r.round_ci_high = wilson_interval(r.rounds_won_a, r.rounds)
         if r.games:
             r.rounds_per_game = r.rounds / r.games
             for side in "ab":
@@ -105,13 +112,16 @@ class PairResult:
 
 
 # The table's columns: (header, cell(pair, name), shown by default: True, False, or "multi" /
-# "penalty": when some pair has more than two players / penalty scoring); ``{games}`` is
+# "penalty": when some pair has more than two players / penalty scoring; "matches": when the games
+# are matches, whose rounds are then counted per hand too); ``{games}`` is
 # "matches" or "rounds" and ``name`` maps a policy's name to the text the table shows for it.
 _COLUMNS: list[tuple[str, Any, bool | str]] = [
     ("A vs B", lambda p, name: f"{name[p.a]} vs {name[p.b]}", True),
     ("{games}", lambda p, _: str(p.games), True),
     ("A-B-draw", lambda p, _: f"{p.wins_a}-{p.wins_b}-{p.draws}", True),
     ("A win% [95% CI]", lambda p, _: f"{100 * p.win_rate_a:.1f} [{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}]", True),
+    ("A round% [95% CI]", lambda p, _: f"{100 * p.round_win_rate_a:.1f} [{100 * p.round_ci_low:.1f}, {100 * p.round_ci_high:.1f}]",
+     "matches"),
     ("parity%", lambda p, _: f"{100 * p.parity:.1f}", "multi"),
     ("pts/round A", lambda p, _: f"{p.points_per_round_a:+.2f}", True),
     ("penalty/round A/field", lambda p, _: f"{p.penalty_per_round_a:.2f}/{p.penalty_per_round_field:.2f}", "penalty"),
@@ -150,7 +160,8 @@ class EvalResults:
         for ``checkpoints/okgin_classic.pt``); the JSON and CSV keep the names in full.
         """
         games = "matches" if self.settings.get("episode", "match") == "match" else "rounds"
-        shown_when = {True: True, False: wide, "multi": any(p.num_players > 2 for p in self.pairs),
+        shown_when = {True: True, False: wide, "matches": games == "matches",
+                      "multi": any(p.num_players > 2 for p in self.pairs),
                       "penalty": any(not math.isnan(p.penalty_per_round_a) for p in self.pairs)}
         columns = [(head.format(games=games), cell) for head, cell, default in _COLUMNS if wide or shown_when[default]]
         head = [name for name, _ in columns]

@@ -523,3 +523,16 @@ def test_three_player_evaluation_plays_every_deal_in_every_seat_and_shows_parity
     classic = evaluate({"simple": "simple", "random": "random"}, matches=2, seed=3, workers=1, progress=False)
     assert "parity%" not in classic.table() and "penalty/round" not in classic.table()
     assert math.isnan(classic.pairs[0].penalty_per_round_a)
+
+
+def test_matches_are_also_counted_per_hand_draws_not_won():
+    results = evaluate(["simple", "random"], matches=6, seed=3, progress=False, max_rounds=30)
+    pair = results.pair("simple", "random")
+    won = sum(rec[f"{kind}_a"] for rec in results.records for kind in ("gin", "knock", "undercut"))
+    lost = sum(rec[f"{kind}_b"] for rec in results.records for kind in ("gin", "knock", "undercut"))
+    draws = sum(rec["round_draws"] for rec in results.records)
+    assert pair.rounds == won + lost + draws and pair.rounds_won_a == won
+    assert pair.round_win_rate_a == won / pair.rounds
+    assert pair.round_ci_low <= pair.round_win_rate_a <= pair.round_ci_high
+    assert "A round% [95% CI]" in results.table()
+    assert "A round%" not in evaluate(["simple", "random"], matches=2, episode="round", progress=False).table()
