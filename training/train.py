@@ -315,7 +315,7 @@ def update_networks(model: PolicyValueNet, optimizer: torch.optim.Optimizer, rol
     for _ in range(hyper.bc_epochs if imitate else hyper.ppo_epochs):
         order = torch.randperm(size)
         for begin in range(0, size, hyper.minibatch_size):
-            idx = order[begin: begin + hyper.minibatch_size]
+            idx = order[begin: begin + hyper.minibatch_size].to(flat_advantages.device)  # (drawn on the CPU: same order on any device)
             logits, value = model(*(x[idx] for x in inputs))
             distribution = torch.distributions.Categorical(logits=logits)
             log_prob = distribution.log_prob(chosen[idx])
@@ -371,6 +371,9 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     observation_size = layout_for(rules.num_players).size
     model = build_model({"observation_size": observation_size, "hidden": hyper.hidden,
                          "outlook_features": config.outlook_features})
+    # The tensor engine's device holds the network (and so the optimizer's state, also on a resume).
+    device = resolve_device(config.device) if config.device else torch.device("cpu")
+    model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=hyper.learning_rate, eps=1e-5)
     teacher = Teacher(config.bc_teacher, config.num_tables, config.seed, rules)
     metadata = {"rules": config.rules, "num_players": rules.num_players, "args": dataclasses.asdict(config)}
@@ -384,14 +387,11 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     table_opponents = split_tables(parse_pool(config.opponent_pool, rules), config.num_tables)
     snapshots = SnapshotPool([i for i, name in enumerate(table_opponents) if name == SELF], config.seed)
     if config.device:  # the tensor engine: tables, inputs, simple and the network on one device
-        device = resolve_device(config.device)
-        model.to(device)
         tables = TensorTables(config.num_tables, device=device, learner_seat="alternate", rules=config.rules,
                               episode="match", reward="points")
         tables.reset(seed=int(table_rng.integers(2**31)))
         observations = masks = None
     else:
-        device = torch.device("cpu")
         tables = VectorGymEnv(config.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
                               learner_seat="alternate", rules=config.rules, num_players=rules.num_players,
                               episode="match", reward="points")
