@@ -75,11 +75,17 @@ def known_suffixes() -> list[str]:
 
 
 def is_policy_file(spec: Any) -> bool:
-    """Whether ``spec`` is a path (str or PathLike) ending in a policy-file suffix."""
+    """Whether ``spec`` is a path (str or PathLike) ending in a policy-file suffix (and not a bot
+    spec with settings, ``name:key=value,...``, whose last setting names such a file)."""
     if not isinstance(spec, (str, os.PathLike)):
         return False
     path = os.fspath(spec)
-    return isinstance(path, str) and any(path.endswith(suffix) for suffix in known_suffixes())
+    if not isinstance(path, str):
+        return False
+    head, colon, rest = path.partition(":")
+    if colon and head.isidentifier() and "=" in rest:  # a bot spec whose settings name a file: search:policy=x.pt
+        return False
+    return any(path.endswith(suffix) for suffix in known_suffixes())
 
 
 def _suffix_of(path: str) -> str:

@@ -460,7 +460,7 @@ def test_search_settings_are_one_frozen_checked_dataclass():
     assert dataclasses.asdict(defaults) == {
         "rollouts": 480, "max_discards": 4, "max_knocks": 2, "time_limit": None, "opponent_model": "greedy",
         "model_scale": 0.5, "max_model_draws": 12, "infer_discard": True, "max_repair": 12, "default_bonus": 1.0,
-        "max_resamples": 1, "infer_takes": True, "consistency_tries": 8,
+        "max_resamples": 1, "infer_takes": True, "consistency_tries": 8, "policy": None,
     }  # fmt: skip
     assert SearchBot().settings == defaults
     with pytest.raises(dataclasses.FrozenInstanceError):

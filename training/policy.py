@@ -332,6 +332,34 @@ class NetworkPolicy:
             raise ValueError("no legal action: this observation is not for the agent to act")
         return self.act_encoded(flat, encode_decision(flat, mask, self.num_players, self.model.outlook))
 
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """``act`` of many observations (M, obs_size) with their masks (M, 107) in one forward pass:
+        the same actions as ``act`` one by one (greedy; sampled from this policy's generator
+        otherwise). ``VectorGymEnv`` opponents and the search bot's playouts use it."""
+        observations = np.asarray(observations, dtype=np.float32)
+        masks = np.asarray(masks)
+        if observations.ndim != 2 or masks.shape != (observations.shape[0], NUM_ACTIONS):
+            raise ValueError(f"observations (M, size) and masks (M, {NUM_ACTIONS}) expected, "
+                             f"got {observations.shape} and {masks.shape}")
+        if observations.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        if layout_for(self.num_players).size != observations.shape[1]:
+            raise ValueError(f"observations have {observations.shape[1]} entries; this policy expects the "
+                             f"{self.num_players}-player layout")
+        if not masks.any(axis=1).all():
+            raise ValueError("no legal action: an observation of the batch is not for the agent to act")
+        inputs, legal_actions = encode_batch(observations, masks, self.num_players, self.model.outlook)
+        with torch.no_grad():
+            logits, _ = self.model(*inputs)
+        if self.greedy:
+            chosen = logits.argmax(1).tolist()
+        else:
+            chosen = []
+            for row, actions in zip(torch.softmax(logits, dim=-1).numpy().astype(np.float64), legal_actions):
+                row = row[: len(actions)]
+                chosen.append(int(self.rng.choice(len(actions), p=row / row.sum())) if len(actions) > 1 else 0)
+        return np.array([actions[i] for actions, i in zip(legal_actions, chosen)], dtype=np.int64)
+
     def act_encoded(self, flat: np.ndarray, encoded: tuple) -> int:
         """``act`` of an observation whose inputs ``encode_decision`` already gave (``encoded``;
         ``flat`` its observation vector): for callers that encoded it for their own use."""

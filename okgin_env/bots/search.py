@@ -23,7 +23,9 @@ At each of its decisions that has a real choice, the bot
    (``max_resamples > 1``) only the previous player's hand is drawn again while it could have
    knocked. ``opponent_model="uniform"`` deals the unseen cards uniformly. The engine turns each
    guess into a round state (``okgin_env.rules.infoset.InfoSet.state``).
-3. for every determinization plays **each candidate** and then the ``simple`` policy for every
+3. for every determinization plays **each candidate** and then the ``simple`` policy (or, with
+   ``policy=PATH``, that policy file's network, greedy, for every seat: all playouts of a stage
+   advance in lockstep, one batched forward pass per step) for every
    seat to the end of the round (common random numbers: all candidates see the same
    determinizations and the same rollout tie-breaks), and plays the candidate with the best mean
    round reward for itself (docs/api.md ``reward="points"``: zero-sum points), plus
@@ -69,6 +71,8 @@ from .settings import (
     unknown_settings_error,
 )
 from .simple import simple_action_for_state
+from ..episode import seat_observation
+from ..policy_loaders import load_policy_file
 
 
 def playout(state: RoundState, rng: random.Random) -> RoundState:
@@ -214,6 +218,13 @@ class SearchBot:
         self.rules = rules
         self.rule_options = rule_options
         self._configs: dict[int, RulesConfig] = {}
+        self._playout_policy: Any = None
+        if self.settings.policy is not None:
+            # Loaded once, for the table's rules (a file made for others is refused here).
+            table = rules if isinstance(rules, RulesConfig) else make_config(rules or "classic", **rule_options)
+            self._playout_policy = load_policy_file(self.settings.policy, rules=table)
+            if not callable(getattr(self._playout_policy, "act_batch", None)):
+                raise ValueError(f"search: policy={self.settings.policy!r} loads no batched policy (act_batch)")
         self.last_values: dict[int, float] = {}  # mean value per candidate of the last search
 
     # ------------------------------------------------------------------ configuration
@@ -312,6 +323,8 @@ class SearchBot:
         before it, and past it no playout starts; a sample that not every action was played on
         is dropped (all actions see the same samples), so the result may be empty.
         """
+        if self._playout_policy is not None:
+            return self._simulate_with_policy(v, config, actions, determinizations, deadline)
         totals = [0.0] * len(actions)
         done = 0
         started = perf_counter() if deadline is not None else 0.0
@@ -336,6 +349,40 @@ class SearchBot:
                 totals[i] += reward
             done += 1
         return {a: t / done for a, t in zip(actions, totals)} if done else {}
+
+    def _simulate_with_policy(
+        self, v: ObservationView, config: RulesConfig, actions: list[int], determinizations: int, deadline: float | None
+    ) -> dict[int, float]:
+        """``_simulate`` with the policy network playing the playouts: every determinization and
+        action of the stage is one playout, and all of them advance together (one batched
+        forward pass per step). With a ``deadline``, determinizations are sampled while time is
+        left and the playouts stop being extended past it (a stage cut short returns nothing)."""
+        bases: list[RoundState] = []
+        for _ in range(determinizations):
+            if deadline is not None and perf_counter() > deadline:
+                break
+            bases.append(self.determinize(v, config))
+        if not bases:
+            return {}
+        states = []
+        for base in bases:
+            for action in actions:
+                state = base.copy()
+                state.apply(action)
+                states.append(state)
+        scores, target, policy = list(v.scores), v.target_score, self._playout_policy
+        live = [state for state in states if state.phase is not Phase.OVER]
+        while live:
+            if deadline is not None and perf_counter() > deadline:
+                return {}
+            views = [seat_observation(state, scores, target, state.current) for state in live]
+            chosen = policy.act_batch(np.stack([o["observation"] for o in views]), np.stack([o["action_mask"] for o in views]))
+            for state, action in zip(live, chosen.tolist()):
+                state.apply(action)
+            live = [state for state in live if state.phase is not Phase.OVER]
+        count = len(actions)
+        return {a: sum(states[d * count + i].outcome.rewards[0] for d in range(len(bases))) / len(bases)
+                for i, a in enumerate(actions)}
 
     def default_action(self, v: ObservationView, candidates: list[int]) -> int | None:
         """What ``simple`` would play here (it gets ``default_bonus`` points: deviating from it on

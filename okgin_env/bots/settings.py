@@ -62,6 +62,8 @@ def _expected(meta: dict) -> str:
         text = " or ".join(repr(c) for c in meta["choices"])
     elif kind is bool:
         text = "True or False"
+    elif kind is str:
+        text = "a file path"
     else:
         text = "an int" if kind is int else "a number"
         if meta["low"] is not None:
@@ -86,7 +88,7 @@ def _checked(name: str, value: Any, meta: dict) -> Any:
     elif kind is float:  # an int too large for a float is out of range, not an OverflowError
         ok = isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
     elif kind is str:
-        ok = value in meta["choices"]
+        ok = value in meta["choices"] if meta["choices"] else isinstance(value, str) and value != ""
     if ok and value is not None and kind in (int, float):  # compared as given: exact for any int
         ok = (
             (meta["low"] is None or value >= meta["low"])
@@ -168,6 +170,9 @@ class SearchSettings(_BotSettings):
     infer_takes: bool = _setting(True, bool)
     #: Samples drawn per determinization, keeping the one most consistent with what the opponents did.
     consistency_tries: int = _setting(8, int, low=1, high=1000)
+    #: A policy file whose network plays every seat of the playouts, all of a stage's playouts in
+    #: lockstep with one forward pass per step (None: ``simple`` plays them).
+    policy: str | None = _setting(None, str, optional=True)
 
 
 @dataclass(frozen=True)
