@@ -193,16 +193,21 @@ def game_record(
 
 
 def check_record_path(path: str | os.PathLike) -> str:
-    """A ValueError now (before any game) if a record file cannot be written at ``path``."""
+    """A ValueError now (before any game) if a record file cannot be written at ``path``; creates
+    its folder if missing (as ``okgin-eval --out`` does)."""
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     if not os.path.basename(path):
         raise ValueError(f"cannot write game records to {path!r}: give a file name")
     if os.path.isdir(path):
         raise ValueError(f"cannot write game records to {path!r}: it is a folder")
-    if not os.path.isdir(folder):
-        raise ValueError(f"cannot write game records to {path!r}: folder {folder!r} does not exist")
+    existing = folder
+    while not os.path.exists(existing) and os.path.dirname(existing) not in ("", existing):
+        existing = os.path.dirname(existing)
+    if os.path.exists(existing) and not os.path.isdir(existing):
+        raise ValueError(f"cannot write game records to {path!r}: {existing!r} is not a folder")
     try:
+        os.makedirs(folder, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:

@@ -107,10 +107,11 @@ def test_okgin_eval_record(tmp_path, capsys):
         replay(record, game=index)
 
 
-@pytest.mark.parametrize("where", ["missing/games.jsonl", ".", "folder/"])
+@pytest.mark.parametrize("where", ["file/games.jsonl", ".", "folder/"])
 def test_okgin_eval_refuses_a_bad_record_path_before_any_game(tmp_path, monkeypatch, capsys, where):
     monkeypatch.setattr("okgin_env.evaluate.play_game", lambda task: pytest.fail("a game was played"))
     (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("")  # a path through a file: its folder cannot be made
     path = tmp_path / where if where != "folder/" else f"{tmp_path}/folder/"
     assert eval_cli.main(["simple", "random", "--matches", "2", "--no-progress", "--record", str(path)]) == 2
     err = capsys.readouterr().err
@@ -193,9 +194,24 @@ def test_okgin_play_record_of_a_game_left_midway(tmp_path, monkeypatch):
 
 def test_okgin_play_refuses_a_bad_record_path_before_the_game(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("builtins.input", lambda prompt="": pytest.fail("the game started"))
-    assert play.main(["--record", str(tmp_path / "no" / "such" / "folder.jsonl")]) == 2
+    (tmp_path / "file").write_text("")
+    assert play.main(["--record", str(tmp_path / "file" / "game.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("okgin-play: error: cannot write game records to ") and "does not exist" in err
+    assert err.startswith("okgin-play: error: cannot write game records to ") and "is not a folder" in err
+    assert err.count("\n") == 1
+
+
+def test_record_paths_get_their_folder_as_out_does(tmp_path):
+    from okgin_env.records import check_record_path
+
+    path = tmp_path / "new" / "deeper" / "games.jsonl"
+    assert check_record_path(path) == str(path)
+    assert path.parent.is_dir() and not path.exists()
+    from okgin_env.evaluate import evaluate
+
+    results = evaluate(["simple", "random"], matches=2, progress=False,
+                       record=tmp_path / "out" / "eval.jsonl")
+    assert len(results.records) == 2 and (tmp_path / "out" / "eval.jsonl").read_text().count("\n") == 2
 
 
 # ----------------------------------------------------------------------------- corrupted records
