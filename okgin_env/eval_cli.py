@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from .episode import DEFAULT_MAX_ROUNDS, EPISODES
-from .rules.config import PRESETS
+from .rules.config import PRESETS, rule_options_of
 from .eval_results import check_output_prefix
 from .evaluate import MAX_WORKERS, EvaluationInterrupted, RecordsNotWritten, evaluate
 from .players import bot_help
@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rules", choices=PRESETS, default="classic")
     parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
     parser.add_argument("--target-score", type=int, default=None, help="match target (default: the preset's 100)")
+    parser.add_argument("--rule", action="append", default=[], metavar="NAME=VALUE",
+                        help="any rule option of docs/rules.md §10, e.g. --rule gin_bonus=20 --rule spade_double=true "
+                             "(repeatable)")
     parser.add_argument(
         "--max-rounds",
         type=int,
@@ -70,9 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if len(args.policies) < 2:
         parser.error("give at least two policies")
-    options = {} if args.target_score is None else {"target_score": args.target_score}
     code = 0
     try:
+        options = rule_options_of(args.rule)
+        if args.target_score is not None:
+            if "target_score" in options:
+                raise ValueError("--target-score and --rule target_score=... both given; give one")
+            options["target_score"] = args.target_score
         with sigterm_raises():
             if args.out:
                 check_output_prefix(args.out)

@@ -27,7 +27,8 @@ and at the end of each round the showdown: melds, layoffs, deadwood, points and 
 at its end, when you leave it (``q``, end of input, Ctrl-C or SIGTERM: ``"finished": false``)
 and when a move fails. The file is replaced at once, so a failed write (a full disk) leaves it as
 it was; the failure is named in one line and the exit status is 2. Exit status otherwise: 0 for
-a game played to its end, 1 for one left, 130 after Ctrl-C, 143 after SIGTERM, 2 for bad options
+a game played to its end or left with ``q`` (or the end of input), 130 after Ctrl-C, 143 after
+SIGTERM, 2 for bad options
 or a policy that fails during the game (one line; an unexpected error is raised once the record
 is written).
 
@@ -46,7 +47,8 @@ from typing import Any
 from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
-from .rules.config import PRESETS, check_seed
+from .policy_loaders import is_policy_file
+from .rules.config import PRESETS, check_seed, rule_options_of
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
@@ -410,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (0 = player_0)")
     parser.add_argument("--target-score", type=int, default=None, help="match target (default 100)")
+    parser.add_argument("--rule", action="append", default=[], metavar="NAME=VALUE",
+                        help="any rule option of docs/rules.md §10, e.g. --rule gin_bonus=20 (repeatable)")
     parser.add_argument("--record", default=None, metavar="PATH", help="write the game to PATH (a JSON Lines game record)")
     return parser
 
@@ -420,9 +424,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    options = {} if args.target_score is None else {"target_score": args.target_score}
     with sigterm_raises():
         try:
+            options = rule_options_of(args.rule)
+            if args.target_score is not None:
+                if "target_score" in options:
+                    raise ValueError("--target-score and --rule target_score=... both given; give one")
+                options["target_score"] = args.target_score
+            if is_policy_file(args.opponent):
+                print(f"Loading the opponent {args.opponent} ...", flush=True)
             if args.record is not None:
                 from .records import check_record_path
 
@@ -439,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = 2  # an unexpected error is raised again once the record is written
         try:
             result = game.run()
-            code = 0 if result["finished"] else 1
+            code = 0  # played to its end, or left with q
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the game is left
             print()
             code = 128 + int(signal.Signals[getattr(stop, "signal_name", "SIGINT")])

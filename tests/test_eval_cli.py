@@ -199,3 +199,17 @@ def test_sigterm_of_an_inline_run_prints_what_finished():
     out, err = run.communicate(timeout=60)
     assert run.returncode == 143 and "Traceback" not in err, err
     assert "interrupted by SIGTERM" in out and "simple vs random" in out
+
+
+def test_any_rule_option_through_rule(tmp_path, capsys):
+    from okgin_env.eval_cli import main as eval_main
+
+    out = tmp_path / "results"
+    assert eval_main(["simple", "random", "--matches", "2", "--no-progress", "--rule", "gin_bonus=20",
+                      "--rule", "box_bonus=25", "--out", str(out)]) == 0
+    import json
+
+    settings = json.loads((tmp_path / "results.json").read_text())["settings"]
+    assert settings["rules"]["gin_bonus"] == 20 and settings["rules"]["box_bonus"] == 25
+    assert eval_main(["simple", "random", "--rule", "nonsense=1"]) == 2
+    assert "expected NAME=VALUE with NAME one of" in capsys.readouterr().err

@@ -181,9 +181,23 @@ def test_bad_options_and_cli(monkeypatch, capsys):
     with pytest.raises(ValueError):
         Game(seat=2)
     monkeypatch.setattr("builtins.input", lambda prompt="": "q")
-    assert main(["--opponent", "random", "--seed", "1"]) == 1
+    assert main(["--opponent", "random", "--seed", "1"]) == 0  # left with q: the player's choice
     assert main(["--opponent", "nobody"]) == 2
     assert "okgin-play: error" in capsys.readouterr().err
+    assert main(["--opponent", "random", "--rule", "gin_bonus=20", "--rule", "spade_double=true"]) == 0
+    for bad, message in ((["--rule", "gin_bonus"], "expected NAME=VALUE"), (["--rule", "gin_bonus=x"], "VALUE must be"),
+                         (["--rule", "gin_bonus=-1"], "gin_bonus=-1 is not allowed"),
+                         (["--rule", "gin_bonus=1", "--rule", "gin_bonus=2"], "given twice"),
+                         (["--rule", "target_score=50", "--target-score", "60"], "both given")):
+        assert main(["--opponent", "random", *bad]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+
+
+def test_a_policy_file_opponent_is_announced_while_it_loads(monkeypatch, capsys):
+    monkeypatch.setattr("builtins.input", lambda prompt="": "q")
+    assert main(["--opponent", "checkpoints/okgin_classic.pt", "--seed", "1"]) == 0
+    assert "Loading the opponent checkpoints/okgin_classic.pt" in capsys.readouterr().out
 
 
 def test_taking_from_the_pile_says_which_card():

@@ -166,6 +166,39 @@ def _validate(values: dict[str, Any]) -> None:
                 )
 
 
+#: Options a command line sets with ``--rule NAME=VALUE`` (the preset and the player count have flags of their own).
+RULE_FLAG_OPTIONS = tuple(name for name in OPTION_NAMES if name not in ("rules", "num_players"))
+
+
+def parse_rule_option(text: str) -> tuple[str, Any]:
+    """``"gin_bonus=20"`` -> ``("gin_bonus", 20)``: a command line's ``--rule NAME=VALUE``. VALUE is an
+    int, ``true``/``false`` or ``none``; ``make_config`` then checks it against the option's range."""
+    name, equals, value = str(text).partition("=")
+    name, value = name.strip(), value.strip()
+    if not equals or name not in RULE_FLAG_OPTIONS:
+        raise ValueError(f"--rule {text!r}: expected NAME=VALUE with NAME one of {', '.join(RULE_FLAG_OPTIONS)}")
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return name, lowered == "true"
+    if lowered == "none":
+        return name, None
+    try:
+        return name, int(value)
+    except ValueError:
+        raise ValueError(f"--rule {text!r}: VALUE must be an int, true, false or none") from None
+
+
+def rule_options_of(texts: Any) -> dict[str, Any]:
+    """The options of every ``--rule NAME=VALUE`` given (None: none); an option given twice is refused."""
+    options: dict[str, Any] = {}
+    for text in texts or ():
+        name, value = parse_rule_option(text)
+        if name in options:
+            raise ValueError(f"--rule {name} is given twice")
+        options[name] = value
+    return options
+
+
 def is_int(value: Any) -> bool:
     """An integer: a Python or numpy int, not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
