@@ -54,7 +54,7 @@ from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
 from .rules.round import Phase, RoundState
 from .rules.showdown import RoundOutcome
-from .text import hand_text, parse, sort_key
+from .text import hand_order, hand_text, parse, sort_key
 from .text import read_move as parse_move  # one reader of move words for the terminal and okgin_env.text
 
 HELP = """\
@@ -235,8 +235,9 @@ class Game:
             if state.must_draw_stock:
                 return "Everybody passed the upcard: d = draw from the stock (? help): "
             return f"d = draw from the stock, t = take {top} (? help): "
-        knocks = [a - KNOCK_BASE for a in state.legal_actions() if a >= KNOCK_BASE]
-        hint = f"; you may knock with: {' '.join(card_str(c) for c in sorted(knocks, key=sort_key))}" if knocks else ""
+        knocks = {a - KNOCK_BASE for a in state.legal_actions() if a >= KNOCK_BASE}
+        in_hand_order = [c for c in hand_order(state.hand(self.seat)) if c in knocks]  # as the hand is shown
+        hint = f"; you may knock with: {' '.join(card_str(c) for c in in_hand_order)}" if knocks else ""
         return f"Discard a card (e.g. {card_str(_example_card(state, self.seat))}) or knock: k CARD{hint} (? help): "
 
     def ask(self, state: RoundState) -> int:
@@ -448,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 128 + int(signal.Signals[getattr(stop, "signal_name", "SIGINT")])
         code = 2  # an unexpected error is raised again once the record is written
         try:
-            result = game.run()
+            game.run()
             code = 0  # played to its end, or left with q
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the game is left
             print()

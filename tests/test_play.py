@@ -7,7 +7,7 @@ import pytest
 from okgin_env.bots import SimpleBot
 from okgin_env.play import Game, hand_text, main, parse_move, play
 from okgin_env.rules.actions import action_str
-from okgin_env.rules.cards import card_id, parse_cards
+from okgin_env.rules.cards import card_id, card_str, parse_cards
 
 
 def deal(player_0: str, player_1: str, upcard: str, stock_top: str = "") -> list[int]:
@@ -323,3 +323,13 @@ def test_a_record_that_cannot_be_written_is_named_in_one_line(tmp_path, monkeypa
         monkeypatch.setattr("builtins.input", answers_then(lambda: "q", moves=2))
         assert main(["--opponent", "simple", "--seed", "3", "--record", "/dev/full"]) == 2
         assert capsys.readouterr().err == "okgin-play: error: cannot write game records to '/dev/full': No space left on device\n"
+
+
+def test_the_knocks_offered_follow_the_hand_as_it_is_shown():
+    from okgin_env.text import hand_order
+
+    cards = [card_id(c) for c in "KS 2D 3H 4H 5H 7S 7D 7C AC QC".split()]
+    order = hand_order(cards)
+    assert sorted(order) == sorted(cards)
+    shown = hand_text(cards)
+    assert " ".join(card_str(c) for c in order) == shown.replace("[", "").replace("]", "").replace(" |", "").split("   ")[0]

@@ -24,7 +24,7 @@ words back to an action id.
 
 from __future__ import annotations
 
-from .describe import cards_text, describe, describe_outcome, hand_text, legal_move_names, sort_key
+from .describe import cards_text, describe, describe_outcome, hand_order, hand_text, legal_move_names, sort_key
 from .parse import parse, read_move
 from .policy import INSTRUCTIONS, TextPolicy, TextPolicyError
 
@@ -35,6 +35,7 @@ __all__ = [
     "cards_text",
     "describe",
     "describe_outcome",
+    "hand_order",
     "hand_text",
     "legal_move_names",
     "parse",

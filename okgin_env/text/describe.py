@@ -49,6 +49,12 @@ def cards_text(cards: Iterable[int] | int) -> str:
     return " ".join(card_str(c) for c in sorted(ids, key=sort_key)) or "none"
 
 
+def hand_order(cards: Sequence[int]) -> list[int]:
+    """The cards in the order ``hand_text`` shows them: each meld, then the loose cards."""
+    melds, loose = best_melds(cards)
+    return [c for meld in melds for c in sorted(meld, key=sort_key)] + sorted(loose, key=sort_key)
+
+
 def hand_text(cards: Sequence[int]) -> str:
     """The hand with melds grouped in brackets and deadwood after a bar, e.g. ``[3H 4H 5H] | KS (10)``."""
     melds, loose = best_melds(cards)
