@@ -135,6 +135,10 @@ _COLUMNS: list[tuple[str, Any, bool | str]] = [
 ]
 
 
+#: The columns that mean something before any game finished (the others show "-" then).
+_ALWAYS_SHOWN = ("A vs B", "{games}", "A-B-draw")
+
+
 @dataclass
 class EvalResults:
     """All pairs of one evaluation, with the settings that produced them.
@@ -163,10 +167,12 @@ class EvalResults:
         shown_when = {True: True, False: wide, "matches": games == "matches",
                       "multi": any(p.num_players > 2 for p in self.pairs),
                       "penalty": any(not math.isnan(p.penalty_per_round_a) for p in self.pairs)}
-        columns = [(head.format(games=games), cell) for head, cell, default in _COLUMNS if wide or shown_when[default]]
-        head = [name for name, _ in columns]
+        columns = [(head.format(games=games), cell, counted) for head, cell, default in _COLUMNS
+                   if wide or shown_when[default] for counted in [head not in _ALWAYS_SHOWN]]
+        head = [name for name, _, _ in columns]
         shown = _short_names([name for p in self.pairs for name in (p.a, p.b)])
-        rows = [[cell(p, shown) for _, cell in columns] for p in self.pairs]
+        # A pair with no finished game (a run stopped early) has counts only: no nan, no empty interval.
+        rows = [[cell(p, shown) if p.games or not counted else "-" for _, cell, counted in columns] for p in self.pairs]
         widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
         lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [head, *rows]]
         lines.insert(1, "  ".join("-" * width for width in widths))

@@ -536,3 +536,12 @@ def test_matches_are_also_counted_per_hand_draws_not_won():
     assert pair.round_ci_low <= pair.round_win_rate_a <= pair.round_ci_high
     assert "A round% [95% CI]" in results.table()
     assert "A round%" not in evaluate(["simple", "random"], matches=2, episode="round", progress=False).table()
+
+
+def test_a_pair_without_a_finished_game_shows_no_nan():
+    from okgin_env.eval_results import EvalResults, PairResult
+
+    results = EvalResults([PairResult.from_records("simple", "random", [])], {"episode": "match"})
+    table = results.table(wide=True)
+    assert "nan" not in table and "[0.0, 100.0]" not in table
+    assert table.splitlines()[2].split()[:4] == ["simple", "vs", "random", "0"]
