@@ -153,6 +153,37 @@ def make_env(seed: int, opponent: str, reward: str, reward_scale: float, keep: i
     return MaskCheck(env, reward_scale=reward_scale, keep=keep)
 
 
+def progress_callback(reward_scale: float, every: int = 1):
+    """An SB3 callback that prints, after every ``every`` rollouts, the decisions so far, the mean
+    round reward (in points with ``--reward points``, unscaled) and the share of rounds won (against the training opponent) of the
+    rounds that ended since the last line: the progress one sees while it trains."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class RoundProgress(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.returns = np.zeros(self.training_env.num_envs)
+            self.finished: list[float] = []
+            self.rollouts = 0
+
+        def _on_step(self) -> bool:
+            self.returns += self.locals["rewards"] / reward_scale
+            for i in np.flatnonzero(self.locals["dones"]):
+                self.finished.append(float(self.returns[i]))
+                self.returns[i] = 0.0
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.rollouts += 1
+            if self.rollouts % every or not self.finished:
+                return
+            rounds = np.array(self.finished)
+            print(f"  {self.num_timesteps:>9,} decisions: {len(rounds)} rounds, mean reward {rounds.mean():+.2f}, "
+                  f"won {np.mean(rounds > 0):.1%} (against the training opponent)", flush=True)
+            self.finished = []
+
+    return RoundProgress()
+
+
 def train(
     timesteps: int = 300_000,
     n_envs: int = 8,
@@ -173,6 +204,7 @@ def train(
     eval_matches: int = 0,
     keep_masks: int = 0,
     verbose: int = 0,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Train, save, reload, evaluate. ``timesteps`` counts the learner's decisions.
 
@@ -203,7 +235,15 @@ def train(
         verbose=verbose,
     )
     clock = Stopwatch()
-    model.learn(total_timesteps=timesteps)
+    interrupted = False
+    if progress:
+        print(f"training MaskablePPO for {timesteps:,} decisions against {opponent} (Ctrl-C: save what there is and "
+              "evaluate it)", flush=True)
+    try:
+        model.learn(total_timesteps=timesteps, callback=progress_callback(reward_scale) if progress else None)
+    except KeyboardInterrupt:  # Ctrl-C: keep the model as it is, save and evaluate it
+        interrupted = True
+        print(f"\ninterrupted after {model.num_timesteps:,} decisions: saving and evaluating that model", flush=True)
     train_seconds = clock.seconds()
     learner_steps = sum(e.steps for e in envs)
 
@@ -231,6 +271,7 @@ def train(
         "opponent_in_training": opponent,
         "reward": reward,
         "timesteps": timesteps,
+        "interrupted": interrupted,
         "learner_env_steps": learner_steps,
         "train_seconds": round(train_seconds, 2),
         "env_steps_per_second": round(learner_steps / train_seconds, 1),
@@ -268,7 +309,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-matches", type=int, default=0, help="whole matches against simple through okgin_env.evaluate")
     parser.add_argument("--out", default="runs/sb3_maskable_ppo")
     parser.add_argument("--results", default=None, help="also write the JSON summary here")
-    parser.add_argument("--verbose", type=int, default=0)
+    parser.add_argument("--verbose", type=int, default=0, help="SB3's own log level")
+    parser.add_argument("--no-progress", dest="progress", action="store_false",
+                        help="no progress lines (decisions, mean round reward and rounds won after each rollout)")
     args = parser.parse_args(argv)
     if args.timesteps < 1 or args.n_envs < 1 or args.n_steps < 2 or args.batch_size < 2 or args.eval_rounds < 1 or args.eval_matches < 0:
         parser.error("--timesteps, --n-envs and --eval-rounds must be at least 1, --n-steps and --batch-size at least 2, "

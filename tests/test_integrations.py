@@ -63,7 +63,7 @@ def check_eval(results: dict) -> None:
     assert results["env_steps_per_second"] > 0
 
 
-def test_sb3_maskable_ppo(tmp_path):
+def test_sb3_maskable_ppo(tmp_path, capsys):
     pytest.importorskip("sb3_contrib")
     import torch
     from okgin_env.features import with_features
@@ -76,6 +76,9 @@ def test_sb3_maskable_ppo(tmp_path):
     )
     check_eval(results)
     assert results["observation"] == "features" and results["network"] == "percard"
+    progress = capsys.readouterr().out  # progress by default: a line per rollout with rounds ended
+    assert "training MaskablePPO for 512 decisions against simple" in progress
+    assert "won" in progress and "mean reward" in progress and not results["interrupted"]
     check_vs_simple(results)
     assert (tmp_path / "maskable_ppo_okgin.zip").is_file()
     objects = results["_objects"]
