@@ -124,7 +124,9 @@ def test_a_whole_round_in_the_browser(page, site, shots):
     click_move(page, "draw stock")
     page.wait_for_selector('#moves button[data-name="discard KC"]')
     assert page.locator("#hand .card").count() == 11 and "You: draw stock (QD)" in page.text_content("#log")
-    click_move(page, "discard KC")
+    # The hand's cards that may be thrown are buttons too: a click on the KC discards it.
+    assert page.locator("#hand .card.playable").count() == 11
+    page.click('#hand .card.playable[data-card="KC"]')
     expect(page.locator("#log")).to_contain_text("simple: discard")
     assert "simple: draw stock" in page.text_content("#log")
     click_move(page, "draw stock")
@@ -148,6 +150,17 @@ def test_a_whole_round_in_the_browser(page, site, shots):
     assert page.text_content("#match-info").startswith("Round 2")
     assert page.text_content("#score") == "you 61 \u2013 simple 0 (to 100)"
     assert page.locator("#moves button").count() >= 1 and page.locator("#hand .card").count() == 10
+
+
+def test_cards_read_as_printed_and_a_taken_upcard_leaves_its_slot(page, site):
+    url, _ = site
+    page.goto(url)
+    page.wait_for_selector('#moves button[data-kind="pass"]')
+    assert page.evaluate("showRanks('discard TD')") == "discard 10D"
+    assert page.evaluate("showRanks('knock TS (deadwood 3), THE END')") == "knock 10S (deadwood 3), THE END"
+    assert page.evaluate("upcardShown({upcard: '5C', discard_pile: ['5C', '9D']})") == "5C"
+    assert page.evaluate("upcardShown({upcard: '5C', discard_pile: ['9D']})") is None
+    assert page.locator('#upcard .card[data-card="5C"]').count() == 1  # offered: still in the pile
 
 
 def test_an_illegal_move_is_refused_on_the_page(page, site):

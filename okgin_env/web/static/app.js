@@ -28,6 +28,16 @@ function cardEl(text, extra = "") {
     el("span", { class: "rank", text: rank }), el("span", { class: "suit", text: SUIT_SYMBOLS[suit] || "?" }));
 }
 
+// Card texts as the cards print them: "10" for a ten (the engine writes "T": "TD" is "10D").
+function showRanks(text) {
+  return text.replace(/\bT([SHDC])\b/g, "10$1");
+}
+
+// The upcard while it still lies in the discard pile; once a player took it, the slot is empty.
+function upcardShown(t) {
+  return t.discard_pile.includes(t.upcard) ? t.upcard : null;
+}
+
 function cardRow(cards, extra = "small", marked = new Set(), markClass = "") {
   return el("div", { class: "cards" }, ...cards.map((c) => cardEl(c, `${extra} ${marked.has(c) ? markClass : ""}`)));
 }
@@ -82,7 +92,7 @@ function eventText(state, event) {
   const who = event.seat === state.seat ? "You" : state.players[event.seat];
   let text = `${who}: ${event.move}`;
   if (event.card && !event.move.includes(event.card)) text += ` (${event.card})`;
-  return text;
+  return showRanks(text);
 }
 
 function renderPlay(state) {
@@ -128,12 +138,21 @@ function renderTable(state) {
   $("stock-size").textContent = `${t.stock_size} cards`;
   $("discard-top").replaceChildren(cardEl(t.discard_top));
   $("discard-count").textContent = `${t.discard_pile.length} in the pile`;
-  $("upcard").replaceChildren(cardEl(t.upcard, "small"));
+  $("upcard").replaceChildren(cardEl(upcardShown(t), "small"));
   $("knock-limit").textContent = t.knock_limit === 0 ? "gin only" : `knock limit ${t.knock_limit}`;
   $("hand").replaceChildren(handEl(t.hand, { taken: t.taken_card }));
   $("deadwood").textContent = `(deadwood ${t.hand.deadwood}${t.dealer === state.seat ? "; you deal" : ""})`;
-  $("prompt").textContent = promptText(t);
+  $("prompt").textContent = showRanks(promptText(t));
   renderMoves(t.moves);
+  // A card of the hand that may be discarded is a button too: a click discards it.
+  const discards = new Map(t.moves.filter((m) => m.kind === "discard").map((m) => [m.card, m.action]));
+  for (const card of $("hand").querySelectorAll(".card[data-card]")) {
+    const action = discards.get(card.dataset.card);
+    if (action === undefined) continue;
+    card.classList.add("playable");
+    card.title = `discard ${showRanks(card.dataset.card)} (click)`;
+    card.addEventListener("click", () => sendMove(action));
+  }
 }
 
 function promptText(t) {
@@ -159,6 +178,7 @@ function renderMoves(moves) {
     if (move.kind === "take" || move.kind === "pass") label += ` ${move.card}`;
     if (move.kind === "knock") label += ` (deadwood ${move.deadwood_after})`;
     if (move.kind === "gin") label += " \u2014 gin";
+    label = showRanks(label);
     const button = el("button", { type: "button", class: move.kind, text: label,
       "data-action": String(move.action), "data-name": move.name, "data-kind": move.kind });
     button.addEventListener("click", () => sendMove(move.action));
