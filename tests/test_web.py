@@ -885,3 +885,25 @@ def test_the_command_serves_the_page_on_loopback(tmp_path, record_file):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_record_games_appends_every_finished_match_as_a_replayable_record(tmp_path):
+    from okgin_env.bots import SimpleBot
+    from okgin_env.records import replay
+
+    path = tmp_path / "played" / "games.jsonl"
+    store = GameStore("simple", seed=5, target_score=20, record_games=str(path))
+    assert path.parent.is_dir() and not path.exists()  # made at start, written at a match's end
+    me = SimpleBot(seed=1)
+    for match in range(2):
+        game = store.create()
+        while not game.match_over:
+            if game.showdown is not None:
+                game.next_round()
+                continue
+            game.move(me.act(game.env.observe(game.human)))
+        assert len(read_record_file(str(path))) == match + 1
+    records = read_record_file(str(path))
+    for record in records:
+        assert record.finished and record.players[0] == "human" and max(record.scores) >= 20
+        replay(record)  # every move of every round replays in the rules core

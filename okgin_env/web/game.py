@@ -84,6 +84,7 @@ class WebGame:
         deck: Sequence[int | str] | None = None,
         dealer: int | None = None,
         game_id: str = "",
+        on_match_end: Any = None,
         **rule_options: Any,
     ):
         self.env = raw_env(rules=rules, num_players=num_players, **rule_options)
@@ -104,6 +105,11 @@ class WebGame:
         }
         options = {key: value for key, value in (("deck", deck), ("dealer", dealer)) if value is not None}
         self.env.reset(seed=seed, options=options)
+        self.seed = seed
+        self.opponent_label = label
+        self.round_states: list[RoundState] = [self.env.round_state]  # every round dealt (the game record's)
+        self.on_match_end = on_match_end  # called once with this game when its match ends
+        self._ended = False
         self.round_number = 1
         self.log: list[dict[str, Any]] = []
         self.showdown: dict[str, Any] | None = None
@@ -112,6 +118,7 @@ class WebGame:
         # ``lock``, read without it (a plain attribute).
         self.in_progress = False
         self._advance()
+        self._check_end()
 
     # ------------------------------------------------------------------ the match
     @property
@@ -132,6 +139,7 @@ class WebGame:
         self._play(int(action))
         self._advance()
         self.in_progress = not self.match_over
+        self._check_end()
 
     def next_round(self) -> None:
         """Leave the showdown: the next round's first moves are played up to the person's turn."""
@@ -145,6 +153,25 @@ class WebGame:
         self.round_number += 1
         self._advance()
         self.in_progress = not self.match_over
+        self._check_end()
+
+    def _check_end(self) -> None:
+        if self.match_over and not self._ended:
+            self._ended = True
+            if self.on_match_end is not None:
+                self.on_match_end(self)
+
+    def record(self) -> Any:
+        """The match as an ``okgin_env.records.GameRecord`` (the person's seat is named "human")."""
+        from ..records import game_record
+
+        env = self.env
+        truncated = any(env.truncations.values())
+        winner = env.match.winner if self.match_over and not truncated else None
+        players = ["human" if s == self.seat else self.opponent_label for s in range(env.config.num_players)]
+        return game_record(env.config, players, self.round_states, env.match.scores, episode=env.episode,
+                           reward=env.reward_mode, max_rounds=env.max_rounds, winner=winner,
+                           finished=self.match_over, truncated=truncated, seed=self.seed)
 
     def _legal(self) -> list[int]:
         if self.match_over or self.showdown is not None or self.env.agent_selection != self.human:
@@ -193,6 +220,8 @@ class WebGame:
             assert outcome is not None
             self.showdown = payload.showdown(outcome, list(env.scores.values()), shown_to=self.seat)
             self.finished_round = state
+            if not self.match_over:
+                self.round_states.append(env.round_state)  # the next round, already dealt
 
     # ------------------------------------------------------------------ what the person sees
     def state(self) -> dict[str, Any]:
@@ -274,9 +303,11 @@ class GameStore:
         max_games: int = DEFAULT_MAX_GAMES,
         deck: Sequence[int | str] | None = None,
         dealer: int | None = None,
+        record_games: str | None = None,
         **game_options: Any,
     ):
         from ..bots import BOT_NAMES
+        from ..records import check_record_path
 
         probe = raw_env(**{k: v for k, v in game_options.items() if k != "seat"})  # checks the rule options
         check_player(opponent, probe.config)
@@ -293,6 +324,9 @@ class GameStore:
         self._games: OrderedDict[str, WebGame] = OrderedDict()
         self._lock = threading.Lock()
         self._created = 0
+        # okgin-web --record-games: every match played to its end is appended to this file.
+        self.record_games = None if record_games is None else check_record_path(record_games)
+        self._record_lock = threading.Lock()
 
     def create(self, opponent: str | None = None) -> WebGame:
         if opponent is None:
@@ -306,12 +340,26 @@ class GameStore:
             self._created += 1
         seed = None if self.seed is None else self.seed + number
         game_id = secrets.token_urlsafe(12)
-        game = WebGame(spec, seed=seed, game_id=game_id, **self.first_deal, **self.game_options)
+        on_end = self._write_record if self.record_games is not None else None
+        game = WebGame(spec, seed=seed, game_id=game_id, on_match_end=on_end, **self.first_deal, **self.game_options)
         with self._lock:
             self._games[game_id] = game
             while len(self._games) > self.max_games:
                 del self._games[self._game_to_drop(keep=game_id)]
         return game
+
+    def _write_record(self, game: WebGame) -> None:
+        """Append ``game``'s finished match to ``record_games`` (a failed write is reported on
+        stderr in one line; the game goes on)."""
+        import sys
+
+        from ..records import write_records
+
+        try:
+            with self._record_lock:
+                write_records(self.record_games, [game.record()], append=True)
+        except (OSError, ValueError) as error:
+            print(f"okgin-web: error: cannot record the match in {self.record_games}: {error}", file=sys.stderr, flush=True)
 
     def _game_to_drop(self, keep: str) -> str:
         """The least recently used game that is not a match in progress, else the least recently

@@ -343,6 +343,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-players", type=int, default=None, help="2 (classic), 2-4 (penalty)")
     parser.add_argument("--target-score", type=int, default=None, help="match target (default 100)")
     parser.add_argument("--max-games", type=int, default=DEFAULT_MAX_GAMES, help=f"matches kept at once (default {DEFAULT_MAX_GAMES})")
+    parser.add_argument("--record-games", default=None, metavar="FILE",
+                        help="append every match played in the page to its end to FILE (JSON Lines game records)")
     return parser
 
 
@@ -357,7 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         options: dict[str, Any] = {"rules": args.rules, "num_players": args.num_players}
         if args.target_score is not None:
             options["target_score"] = args.target_score
-        games = GameStore(args.opponent, seed=args.seed, max_games=args.max_games, **options)
+        games = GameStore(args.opponent, seed=args.seed, max_games=args.max_games, record_games=args.record_games,
+                          **options)
         records = ReplayStore()
         if args.records is not None:
             records.add(Path(args.records).name, read_record_file(args.records), set_id="records")
