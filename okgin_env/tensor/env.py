@@ -293,9 +293,11 @@ class TensorEnv:
         # The least deadwood after putting away each card, where a card is to be thrown (for the
         # knocks here, and for simple and the features, which read it from the env).
         self._deadwood_after = torch.full((n, NUM_CARDS), NO_CHOICE, dtype=torch.int64, device=dev)
+        self._hand_deadwood = torch.zeros(n, dtype=torch.int64, device=dev)  # (of the 11 cards, discard phase only)
         if rows.numel():
-            _, after = deadwood_after_each(hand[rows], self._tables)
+            best, after = deadwood_after_each(hand[rows], self._tables)
             self._deadwood_after[rows] = after
+            self._hand_deadwood[rows] = best
             mask[rows, KNOCK_BASE:] = throwable[rows] & (after <= self.knock_limit[rows, None])
         return mask
 

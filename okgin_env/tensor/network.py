@@ -46,13 +46,23 @@ def decision_inputs(env, width: int = MAX_LEGAL_ACTIONS) -> tuple[torch.Tensor, 
     avoids = _same_rank(passed) | _neighbours(passed, 1)
     knock_limit = _stored(env.knock_limit, KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
     stock = _stored(NUM_CARDS - env.stock_pos, STOCK_SCALE)
-    # Deadwood: of the hand, after each throw, after taking the face-up card (with a face-up card to take or pass).
-    hand_deadwood, after_throw = deadwood_after_each(hand, env._tables)
+    # Deadwood: of the hand, after each throw, after taking the face-up card. The env's legality
+    # check solved the discard phase's hands already; a face-up card to take or pass gives the
+    # hand's own deadwood too (the hand plus that card, less that card); the rest are solved here.
+    discarding = env.phase == 2
+    hand_deadwood = torch.where(discarding, env._hand_deadwood, 0)
+    after_throw = env._deadwood_after
     take_after = torch.zeros(n, dtype=torch.int64, device=dev)
-    offered = (has_top & mask[:, 1:DISCARD_BASE].any(1)).nonzero().squeeze(1)
+    offered_mask = has_top & mask[:, 1:DISCARD_BASE].any(1)
+    offered = offered_mask.nonzero().squeeze(1)
     if offered.numel():
-        with_top = hand[offered] | torch.nn.functional.one_hot(top_card[offered], NUM_CARDS).bool()
-        take_after[offered] = deadwood_after_each(with_top, env._tables)[1].min(1).values
+        top_planes = torch.nn.functional.one_hot(top_card[offered], NUM_CARDS).bool()
+        after_taking = deadwood_after_each(hand[offered] | top_planes, env._tables)[1]
+        take_after[offered] = after_taking.min(1).values
+        hand_deadwood[offered] = after_taking.gather(1, top_card[offered, None]).squeeze(1)
+    rest = (~discarding & ~offered_mask).nonzero().squeeze(1)
+    if rest.numel():
+        hand_deadwood[rest] = deadwood_after_each(hand[rest], env._tables)[0]
     context = torch.stack([
         hand_deadwood.double() / 50.0,
         knock_limit / 10.0,
