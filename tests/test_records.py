@@ -178,7 +178,7 @@ def test_okgin_play_record_of_a_game_left_midway(tmp_path, monkeypatch):
     answers = iter(["p", "d"])
     monkeypatch.setattr("builtins.input", lambda prompt="": next(answers, "q"))
     path = tmp_path / "left.jsonl"
-    assert play.main(["--opponent", "random", "--seed", "2", "--record", str(path)]) == 1
+    assert play.main(["--opponent", "random", "--seed", "2", "--record", str(path)]) == 0  # left with q: the player's choice
     (record,) = read_records(path)
     assert not record.finished and record.rounds[-1]["outcome"] is None
     assert record.rounds[-1]["scores_after"] == record.scores == [0, 0]
