@@ -86,3 +86,26 @@ def test_act_batch_is_act_one_by_one():
         out = batch.step(random_legal_actions(out.action_masks, rng))
     with pytest.raises(ValueError, match="no legal action"):
         policy.act_batch(out.observations[:1], np.zeros((1, 107), np.int8))
+
+
+def test_the_networks_own_move_is_always_searched_and_is_the_default():
+    from okgin_env.bots.search import SearchBot
+    from training.policy import load_policy
+
+    env = okgin_env.env()
+    env.reset(seed=21)
+    simple = make_player("simple", seed=0)
+    network = load_policy("checkpoints/okgin_classic.pt")
+    bot = SearchBot(seed=1, rollouts=24, policy="checkpoints/okgin_classic.pt")
+    searched = 0
+    for _ in range(60):
+        observation = env.last()[0]
+        if env.agent_selection == "player_0" and observation["action_mask"].sum() > 1:
+            bot.act(observation)
+            if bot.last_values:
+                assert network.act(observation) in bot.last_values  # searched, whatever the sampler ranks first
+                searched += 1
+        env.step(simple.act(observation))
+        if any(env.terminations.values()):
+            env.reset(seed=22)
+    assert searched >= 5

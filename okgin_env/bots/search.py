@@ -219,6 +219,7 @@ class SearchBot:
         self.rule_options = rule_options
         self._configs: dict[int, RulesConfig] = {}
         self._playout_policy: Any = None
+        self._network_choice: int | None = None  # the network's move at the decision being searched
         if self.settings.policy is not None:
             # Loaded once, for the table's rules (a file made for others is refused here).
             table = rules if isinstance(rules, RulesConfig) else make_config(rules or "classic", **rule_options)
@@ -251,6 +252,14 @@ class SearchBot:
         if len(v.legal) == 1:
             return v.legal[0]
         candidates = self.candidates(v)
+        self._network_choice = None
+        if self._playout_policy is not None:
+            # The network's own move is always searched, first (ties go to it), and is the default
+            # that gets ``default_bonus``: the search departs from the network only on evidence.
+            choice = int(self._playout_policy.act_batch(np.asarray(observation["observation"])[None],
+                                                         np.asarray(observation["action_mask"])[None])[0])
+            self._network_choice = choice
+            candidates = [choice] + [a for a in candidates if a != choice]
         if len(candidates) == 1:
             return candidates[0]
         return self.search(v, candidates, deadline=deadline)
@@ -302,6 +311,11 @@ class SearchBot:
                 finalists = [max(knocks, key=order), max(discards, key=order)]
             else:
                 finalists = sorted(candidates, key=order, reverse=True)[:2]
+            network = self._network_choice  # with policy: the network's move stays a finalist, first
+            if network in candidates and network not in finalists:
+                finalists = [network, max(finalists, key=order)]
+            elif network in finalists:
+                finalists = [network] + [a for a in finalists if a != network]
             budget -= len(candidates) * max(1, budget // 2 // len(candidates))
         second = self._simulate(v, config, finalists, max(1, budget // len(finalists)), deadline)
         values.update(second)
@@ -385,8 +399,11 @@ class SearchBot:
                 for i, a in enumerate(actions)}
 
     def default_action(self, v: ObservationView, candidates: list[int]) -> int | None:
-        """What ``simple`` would play here (it gets ``default_bonus`` points: deviating from it on
-        the strength of a tiny, noisy difference tends to cost more than it wins)."""
+        """What ``simple`` would play here, or with ``policy`` what the network plays (it gets
+        ``default_bonus`` points: deviating from it on the strength of a tiny, noisy difference
+        tends to cost more than it wins)."""
+        if self._playout_policy is not None and self._network_choice in candidates:
+            return self._network_choice
         if v.phase is not Phase.DISCARD:
             take = TAKE_DISCARD in v.legal and v.discard_top >= 0 and in_some_meld(v.hand, v.discard_top)
             return TAKE_DISCARD if take else (PASS if v.phase is Phase.OFFER else DRAW_STOCK)
