@@ -75,11 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give at least two policies")
     code = 0
     try:
-        options = rule_options_of(args.rule)
-        if args.target_score is not None:
-            if "target_score" in options:
-                raise ValueError("--target-score and --rule target_score=... both given; give one")
-            options["target_score"] = args.target_score
+        options = rule_options_of(args.rule, args.target_score)
         with sigterm_raises():
             if args.out:
                 check_output_prefix(args.out)

@@ -427,11 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with sigterm_raises():
         try:
-            options = rule_options_of(args.rule)
-            if args.target_score is not None:
-                if "target_score" in options:
-                    raise ValueError("--target-score and --rule target_score=... both given; give one")
-                options["target_score"] = args.target_score
+            options = rule_options_of(args.rule, args.target_score)
             if is_policy_file(args.opponent):
                 print(f"Loading the opponent {args.opponent} ...", flush=True)
             if args.record is not None:

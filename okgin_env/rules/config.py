@@ -188,14 +188,19 @@ def parse_rule_option(text: str) -> tuple[str, Any]:
         raise ValueError(f"--rule {text!r}: VALUE must be an int, true, false or none") from None
 
 
-def rule_options_of(texts: Any) -> dict[str, Any]:
-    """The options of every ``--rule NAME=VALUE`` given (None: none); an option given twice is refused."""
+def rule_options_of(texts: Any, target_score: int | None = None) -> dict[str, Any]:
+    """The options of every ``--rule NAME=VALUE`` given (None: none), plus a command's own
+    ``--target-score`` flag when given; an option given twice is refused."""
     options: dict[str, Any] = {}
     for text in texts or ():
         name, value = parse_rule_option(text)
         if name in options:
             raise ValueError(f"--rule {name} is given twice")
         options[name] = value
+    if target_score is not None:
+        if "target_score" in options:
+            raise ValueError("--target-score and --rule target_score=... both given; give one")
+        options["target_score"] = target_score
     return options
 
 
