@@ -347,7 +347,9 @@ class TensorEnv:
             passed = torch.stack([self.passed[rows, seat] for seat in opponents]).any(0)
             obs[:, size:] = solver_features(obs[:, s["hand"]].bool(), obs[:, s["discard_top"]].bool(),
                                             obs[:, s["discard_pile"]].bool(), known, passed, self.knock_limit[rows],
-                                            mask, self._tables)
+                                            mask, self._tables, solved=None if over else (
+                                                self.phase[rows] == _DISCARD, self._hand_deadwood[rows],
+                                                self._deadwood_after[rows]))
         return obs
 
     def _observe_acting(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -55,10 +55,13 @@ def _partner_counts(cards: torch.Tensor) -> torch.Tensor:
 
 
 def solver_features(hand: torch.Tensor, top: torch.Tensor, pile: torch.Tensor, known: torch.Tensor,
-                    passed: torch.Tensor, knock_limit: torch.Tensor, mask: torch.Tensor, tables: MeldTables) -> torch.Tensor:
+                    passed: torch.Tensor, knock_limit: torch.Tensor, mask: torch.Tensor, tables: MeldTables,
+                    solved: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """(M, FEATURE_SIZE) float32 features of M observations. Card sets are (M, 52) bool (``top``:
     the face-up card or none; ``known``/``passed``: over every opponent), ``knock_limit`` (M,),
-    ``mask`` (M, 107) bool the observer's legal actions (zeros when it is not to act)."""
+    ``mask`` (M, 107) bool the observer's legal actions (zeros when it is not to act).
+    ``solved``: ``(rows (M,) bool, hand deadwood (M,), deadwood after each card (M, 52))`` already
+    computed for those rows' hands (the env's legality check solved the discard phase): not solved again."""
     m, dev = hand.shape[0], hand.device
     small = mask[:, :DISCARD_BASE]
     discards = mask[:, DISCARD_BASE:KNOCK_BASE]
@@ -78,7 +81,13 @@ def solver_features(hand: torch.Tensor, top: torch.Tensor, pile: torch.Tensor, k
         take_after[takers] = after_taking.min(1).values
         hand_deadwood[takers] = after_taking.gather(1, top[takers].long().argmax(1, keepdim=True)).squeeze(1)
     after_put = torch.full((m, NUM_CARDS), NO_CHOICE, dtype=torch.int64, device=dev)  # (the put-away cards are in the hand)
-    others = (~can_take).nonzero().squeeze(1)
+    unsolved = ~can_take
+    if solved is not None:
+        rows, solved_deadwood, solved_after = solved
+        hand_deadwood = torch.where(rows, solved_deadwood, hand_deadwood)
+        after_put = torch.where(rows[:, None], solved_after, after_put)
+        unsolved = unsolved & ~rows
+    others = unsolved.nonzero().squeeze(1)
     if others.numel():
         hand_deadwood[others], after_put[others] = deadwood_after_each(hand[others], tables)
     after = torch.where(put_away, after_put, 0).double()
