@@ -19,6 +19,8 @@ from training.pipeline import RECIPES, PipelineConfig, Recipe, Step, cli, quick_
 from training.pipeline import main as pipeline_main  # noqa: E402
 from training.policy import CheckpointError, load_policy  # noqa: E402
 
+pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "not slow and not long" skips it
+
 
 def test_quick_pipeline_runs_every_stage_and_resumes_the_interrupted_one(tmp_path, capsys):
     run_dir = tmp_path / "pipe"
@@ -251,3 +253,12 @@ def test_a_bad_stage_setting_is_found_before_the_first_stage(tmp_path, monkeypat
     monkeypatch.setitem(pipeline.RECIPES, "classic", bad)
     assert cli(["--run-dir", str(tmp_path / "p"), "--no-progress"]) == 2
     assert "stage improve1:" in capsys.readouterr().err and not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("module", ["train", "improve", "distil", "pipeline", "exploit"])
+def test_help_names_the_program_and_is_plain_text(module):
+    done = subprocess.run([sys.executable, "-m", f"training.{module}", "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: python -m training.{module}")
+    assert "``" not in done.stdout  # docstring literals are shown as plain text

@@ -21,6 +21,8 @@ import okgin_env  # noqa: E402
 from training.policy import CheckpointError, load_checkpoint, load_policy, save_checkpoint  # noqa: E402
 from training.train import Hyperparameters, TrainConfig, cli, parse_args, run  # noqa: E402
 
+pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "not slow and not long" skips it
+
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 SHIPPED = CHECKPOINTS / "okgin_classic.pt"
 STAGE_ONE = CHECKPOINTS / "okgin_classic_ppo.pt"  # the PPO policy that training.improve starts from
@@ -414,6 +416,18 @@ def test_init_from_starts_from_the_given_weights_without_imitation(trained_run: 
                           "--init-from", str(trained_run / "last.pt")])
     assert summary["updates"] == 1
     assert "ppo" in (run_dir / "progress.csv").read_text().splitlines()[1]  # no imitation update
+
+
+def test_init_from_carries_weights_to_another_preset_with_the_same_seats(trained_run: Path, tmp_path: Path, capsys):
+    run_dir = tmp_path / "standard"
+    summary = train_main([*TINY, "--total-decisions", "64", "--run-dir", str(run_dir), "--seed", "4",
+                          "--rules", "standard", "--init-from", str(trained_run / "last.pt")])
+    assert summary["updates"] == 1
+    assert "(trained for classic; fine-tuned for standard)" in capsys.readouterr().out
+    assert load_checkpoint(run_dir / "last.pt", rules="standard")["metadata"]["rules"] == "standard"
+    with pytest.raises(CheckpointError, match="num_players=2, not 3"):  # other seats: another observation
+        train_main([*TINY, "--total-decisions", "64", "--run-dir", str(tmp_path / "p3"), "--rules", "penalty",
+                    "--num-players", "3", "--init-from", str(trained_run / "last.pt")])
 
 
 def test_init_from_with_another_network_width_is_a_clear_error(trained_run: Path, tmp_path: Path):

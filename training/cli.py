@@ -86,6 +86,11 @@ def check_settings(settings: Any, prefix: str = "") -> None:
             raise ValueError(f"{name} must be {_range_text(meta)}, got {value}")
 
 
+def plain_text(text: str) -> str:
+    """A docstring's reStructuredText literals (````code````) as the plain text a terminal shows."""
+    return text.replace("``", "")
+
+
 def parse_settings(classes: Any, argv: list[str] | None, description: str, prog: str | None = None,
                    **defaults: Any) -> Any:
     """``--field-name VALUE`` for every plain field of ``classes`` (one settings dataclass or a
@@ -93,7 +98,7 @@ def parse_settings(classes: Any, argv: list[str] | None, description: str, prog:
     replace the fields' own (a preset's). Each result is checked with ``check_settings``; one
     instance per class comes back (a tuple for a tuple)."""
     group = classes if isinstance(classes, tuple) else (classes,)
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = argparse.ArgumentParser(prog=prog, description=plain_text(description))
     for cls in group:
         for item in dataclasses.fields(cls):
             if item.default is dataclasses.MISSING:  # nested settings: from Python only
@@ -101,11 +106,11 @@ def parse_settings(classes: Any, argv: list[str] | None, description: str, prog:
             default = defaults.get(item.name, item.default)
             if isinstance(item.default, bool):
                 parser.add_argument(flag_of(item.name), action=argparse.BooleanOptionalAction, default=default,
-                                    help=item.metadata["help"])
+                                    help=plain_text(item.metadata["help"]))
             else:
                 shown = f"; {_range_text(item.metadata)}" if _range_text(item.metadata) else ""
                 parser.add_argument(flag_of(item.name), type=type(item.default), default=default,
-                                    help=f"{item.metadata['help']} (default: {default if default != '' else 'empty'}{shown})")
+                                    help=f"{plain_text(item.metadata['help'])} (default: {default if default != '' else 'empty'}{shown})")
     values = vars(parser.parse_args(argv))
     settings = []
     for cls in group:

@@ -493,10 +493,18 @@ def starting_point(config: TrainConfig, files: RunFiles, model: PolicyValueNet, 
     elif files.last.exists():
         print(f"{files.last} exists but --resume was not given: starting over (its progress.csv is replaced)")
     if config.init_from:
-        payload = load_checkpoint(config.init_from, rules=rules)
+        # Weights carry across presets with the same seats and observation (classic into standard):
+        # the rules a network was trained for are a starting point here, not a contract.
+        payload = load_checkpoint(config.init_from, num_players=rules.num_players)
         check_width(config, payload, "--init-from")
+        size = payload["metadata"]["observation_size"]
+        if size != model.observation_size:
+            raise ValueError(f"--init-from: the checkpoint reads observations of {size} numbers; "
+                             f"rules={rules.rules!r} at {rules.num_players} players gives {model.observation_size}")
         model.load_state_dict(payload["model"])
-        print(f"policy initialised from {config.init_from}")
+        trained_for = payload["metadata"]["rules"]
+        note = "" if trained_for == rules.rules else f" (trained for {trained_for}; fine-tuned for {rules.rules})"
+        print(f"policy initialised from {config.init_from}{note}")
     return Progress(), False
 
 
