@@ -480,7 +480,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-matches", type=int, default=0, help="whole matches against simple through okgin_env.evaluate")
     parser.add_argument("--out", default="runs/tianshou_multiagent")
     parser.add_argument("--results", default=None, help="also write the JSON summary here")
-    parser.add_argument("--log", action="store_true", help="print progress to stderr before each collection")
+    parser.add_argument("--log", action=argparse.BooleanOptionalAction, default=True,
+                        help="print progress to stderr before each collection (--no-log: quiet)")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.n_envs < 1 or args.collect_steps < args.n_envs or args.minibatch < 2 or args.eval_rounds < 1 or args.eval_matches < 0:
         parser.error("--steps, --n-envs and --eval-rounds must be at least 1, --collect-steps at least --n-envs, "

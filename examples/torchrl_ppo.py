@@ -466,7 +466,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--eval-matches", type=int, default=0, help="whole matches against simple through okgin_env.evaluate")
     parser.add_argument("--out", default="runs/torchrl_ppo")
     parser.add_argument("--results", default=None, help="also write the JSON summary here")
-    parser.add_argument("--log-every", type=int, default=0, help="print progress every N batches (0: quiet)")
+    parser.add_argument("--log-every", type=int, default=5, help="print progress every N batches (0: quiet)")
     args = parser.parse_args(argv)
     settings = {key: value for key, value in vars(args).items() if key not in ("results",)}
     settings["lmbda"] = 0.95

@@ -219,7 +219,8 @@ def check_record_path(path: str | os.PathLike) -> str:
 
 def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mapping[str, Any]], append: bool = False) -> int:
     """Write one line per record (replacing the file, or after its lines with ``append``); every
-    record is checked first, so a bad one writes nothing. Returns the number written.
+    record is checked first, so a bad one writes nothing. Returns the number written. A missing
+    folder is made, as ``okgin-eval --record`` makes it.
 
     The file is replaced at once (written beside it, then renamed), so that a failed write (a full
     disk) leaves the file as it was and raises an ``OSError`` naming the path; a device or a pipe
@@ -233,6 +234,7 @@ def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mappin
             raise ValueError(f"record {index}: {error}") from None
     data = "".join(lines).encode("utf-8")
     try:
+        os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
         _write_whole(os.fspath(path), data, append)
     except OSError as error:
         raise OSError(error.errno, f"cannot write game records to {os.fspath(path)!r}: {error.strerror or error}") from None

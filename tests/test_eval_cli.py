@@ -13,6 +13,8 @@ import pytest
 
 from okgin_env.eval_cli import main
 
+pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "not slow and not long" skips it
+
 
 @pytest.fixture
 def no_games(monkeypatch):

@@ -19,6 +19,8 @@ from okgin_env.episode import seat_observation  # noqa: E402
 from training.labelling import LABEL_KEYS, label_decisions, labelling_config, play_learner_matches  # noqa: E402
 from training.policy import load_policy  # noqa: E402
 
+pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "not slow and not long" skips it
+
 CLASSIC = "checkpoints/okgin_classic.pt"
 TABLES = [
     (CLASSIC, "classic", 5),

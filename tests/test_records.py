@@ -585,3 +585,20 @@ def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, classic, monkeypatch
     if os.path.exists("/dev/full"):  # a device is written in place, and its failure named
         with pytest.raises(OSError, match=r"cannot write game records to '/dev/full': No space left on device"):
             write_records("/dev/full", [classic])
+
+
+def test_write_records_makes_a_missing_folder(tmp_path):
+    rng, _ = seeding.np_random(7)
+    config = make_config("classic")
+    rounds = []
+    result = play_match(config, [make_bot("simple", seed=1), make_bot("random", seed=2)], rng,
+                        on_round=lambda match, outcome: rounds.append(match.round))
+    record = game_record(config, ["simple", "random"], rounds, result.scores, winner=result.winner,
+                         truncated=result.truncated, seed=7)
+    path = tmp_path / "new" / "deeper" / "games.jsonl"
+    assert write_records(path, [record]) == 1
+    (read,) = read_records(path)
+    replay(read)
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(OSError, match="cannot write game records to"):
+        write_records(tmp_path / "plain" / "games.jsonl", [record])  # a file where the folder should be

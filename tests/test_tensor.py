@@ -20,6 +20,8 @@ from okgin_env.tensor.solver import NO_CHOICE, MeldTables, deadwood_after_each  
 
 from tests.helpers import build_deck, discard, greedy_action, knock  # noqa: E402
 
+pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "not slow and not long" skips it
+
 
 class EnvShuffles:
     """The rules core's generator in a reference match: a penalty stock rebuild takes the
