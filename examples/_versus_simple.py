@@ -4,7 +4,7 @@
 (``episode="round"``: each deal twice, the seats swapped) and, when ``matches`` > 0, that many
 mirrored whole matches to 100 points. Each comes back with wins / losses / draws, the win rate
 among decided games with its 95% Wilson interval, and the points per round; for rounds also
-``win_rate_all`` (wins / all rounds, draws counted: the "rounds won" of the README's tables) with
+``win_rate_all`` (wins / all rounds, draws counted: the "rounds won" of the tables in docs/frameworks.md) with
 its own Wilson interval, ``win_rate_all_ci95``.
 The seeds are fixed (40,000 for the rounds, 40,001 for the matches), so every example is
 measured on the same deals. No learning framework is imported here.

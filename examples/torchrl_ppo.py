@@ -352,7 +352,7 @@ def train(
 
     raw_envs: list[MaskAudit] = []
     # In this process: a TorchRL ParallelEnv (worker processes) stepped fewer envs per second on
-    # the 2-core machine the README's figures come from.
+    # the 2-core machine the figures of docs/frameworks.md come from.
     env = SerialEnv(n_envs, lambda: make_env(observation, reward, audit, raw_envs))
     env.set_seed(seed)
     learner_seats = [i % 2 for i in range(n_envs)]

@@ -21,7 +21,7 @@ MAX_KNOCK_LIMIT = 10
 
 @dataclass(frozen=True)
 class RulesConfig:
-    """Every rule option; see README "Rules and options" for what each one means."""
+    """Every rule option; docs/rules.md §10 says what each one means."""
 
     rules: str = "classic"
     #: Seats at the table: 2 for ``classic``, 2-4 for ``penalty``.
