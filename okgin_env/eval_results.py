@@ -167,8 +167,10 @@ class EvalResults:
         shown_when = {True: True, False: wide, "matches": games == "matches",
                       "multi": any(p.num_players > 2 for p in self.pairs),
                       "penalty": any(not math.isnan(p.penalty_per_round_a) for p in self.pairs)}
+        # wide adds the columns shown on request; those that mean nothing for these games (a
+        # penalty or parity column at a two-player classic table) stay out in every form.
         columns = [(head.format(games=games), cell, counted) for head, cell, default in _COLUMNS
-                   if wide or shown_when[default] for counted in [head not in _ALWAYS_SHOWN]]
+                   if shown_when[default] for counted in [head not in _ALWAYS_SHOWN]]
         head = [name for name, _, _ in columns]
         shown = _short_names([name for p in self.pairs for name in (p.a, p.b)])
         # A pair with no finished game (a run stopped early) has counts only: no nan, no empty interval.

@@ -521,7 +521,10 @@ def test_three_player_evaluation_plays_every_deal_in_every_seat_and_shows_parity
     table = results.table()
     assert "parity%" in table and "33.3" in table and "penalty/round A/field" in table
     classic = evaluate({"simple": "simple", "random": "random"}, matches=2, seed=3, workers=1, progress=False)
-    assert "parity%" not in classic.table() and "penalty/round" not in classic.table()
+    for wide in (False, True):
+        assert "parity%" not in classic.table(wide) and "penalty/round" not in classic.table(wide)
+        assert "nan" not in classic.table(wide)
+    assert "gin% A/B" in classic.table(wide=True) and "penalty/round A/field" in results.table(wide=True)
     assert math.isnan(classic.pairs[0].penalty_per_round_a)
 
 
