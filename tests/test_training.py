@@ -136,6 +136,18 @@ def test_shipped_checkpoints_load_and_play_legal_moves(path: Path):
     assert load_checkpoint(path)["metadata"]["rules"] == "classic"
 
 
+def test_the_shipped_standard_policy_plays_standard_gin():
+    from okgin_env.evaluate import evaluate
+
+    path = CHECKPOINTS / "okgin_standard.pt"
+    assert load_checkpoint(path)["metadata"]["rules"] == "standard"
+    with pytest.raises(CheckpointError, match="rules='standard', not 'classic'"):
+        load_policy(path)  # a classic table is not what it was made for
+    pair = evaluate({"standard": str(path), "random": "random"}, matches=2, rules="standard", seed=5,
+                    progress=False).pair("standard", "random")
+    assert pair.games == 2 and pair.wins_a == 2
+
+
 def test_policy_rejects_an_observation_of_another_layout(trained_run: Path):
     policy = load_policy(trained_run / "last.pt")
     with pytest.raises(ValueError, match="2-player layout"):
@@ -428,6 +440,27 @@ def test_init_from_carries_weights_to_another_preset_with_the_same_seats(trained
     with pytest.raises(CheckpointError, match="num_players=2, not 3"):  # other seats: another observation
         train_main([*TINY, "--total-decisions", "64", "--run-dir", str(tmp_path / "p3"), "--rules", "penalty",
                     "--num-players", "3", "--init-from", str(trained_run / "last.pt")])
+
+
+@pytest.mark.parametrize("device", ["", "cpu"])
+def test_round_reward_win_pays_the_sign_of_each_rounds_points(device: str, monkeypatch, tmp_path: Path):
+    import training.train as train_module
+
+    seen = []
+    real = train_module.compute_advantages
+
+    def spy(rollout, next_value, gae_lambda):
+        seen.append((rollout.rewards.clone(), rollout.round_ends.clone()))
+        return real(rollout, next_value, gae_lambda)
+
+    monkeypatch.setattr(train_module, "compute_advantages", spy)
+    device_flags = ["--device", device] if device else []
+    train_main([*TINY, "--total-decisions", "640", "--run-dir", str(tmp_path / "w"), "--round-reward", "win",
+                "--bc-updates", "0", *device_flags])
+    rewards = torch.cat([r.flatten() for r, _ in seen])
+    ends = torch.cat([e.flatten() for _, e in seen]).bool()
+    assert set(rewards[ends].tolist()) <= {-1.0, 0.0, 1.0} and (rewards[ends] != 0).any()
+    assert not rewards[~ends].any()
 
 
 def test_init_from_with_another_network_width_is_a_clear_error(trained_run: Path, tmp_path: Path):

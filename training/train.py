@@ -127,6 +127,9 @@ class TrainConfig:
                           "the network's inputs, simple and the network on one device; auto: CUDA when available, "
                           "else the CPU; empty: the numpy engine on the host, as the shipped recipes",
                           choices=("", "auto", "cpu", "cuda"))
+    round_reward: str = setting("points", "what a round pays the learner: points (its zero-sum round points / "
+                                "Hyperparameters.reward_scale, the shipped recipes') or win (+1 a round won, -1 lost, "
+                                "0 drawn: single hands won, whatever their points)", choices=("points", "win"))
     eval_every: int = setting(10, "updates between evaluations (the first comes right after imitation)", low=1)
     eval_matches: int = setting(400, "matches per evaluation against simple (a tenth, at least 10, against random)",
                                 low=1)
@@ -226,11 +229,12 @@ class Teacher:
 
 
 def collect_rollout(model: PolicyValueNet, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray,
-                    rollout: Rollout, teacher: Teacher | None, reward_scale: float):
+                    rollout: Rollout, teacher: Teacher | None, reward_scale: float, round_reward: str = "points"):
     """Every table's learner decides once per step, in one batched forward pass, for T steps.
 
     ``teacher`` given (imitation): it chooses the actions; otherwise they are sampled from the
-    policy. Returns the observations and masks after the last step.
+    policy. ``round_reward`` (``TrainConfig.round_reward``): a round pays its points / ``reward_scale``,
+    or (``"win"``) the sign of its points. Returns the observations and masks after the last step.
     """
     num_players = tables.batch.num_players
     rollout.round_points, rollout.rounds = 0.0, 0
@@ -255,7 +259,7 @@ def collect_rollout(model: PolicyValueNet, tables: VectorGymEnv, observations: n
         (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
          rollout.legal[t]) = inputs
         rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
-        rollout.rewards[t] = torch.from_numpy(rewards / reward_scale)
+        rollout.rewards[t] = torch.from_numpy(np.sign(rewards) if round_reward == "win" else rewards / reward_scale)
         rollout.round_ends[t] = torch.from_numpy(round_ended.astype(np.float32))
     return observations, masks
 
@@ -413,11 +417,13 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 phase = "bc" if progress.update < imitation_updates else "ppo"
                 # ---- rollout, advantages, update
                 if config.device:
-                    collect_tensor_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc")
+                    collect_tensor_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc",
+                                           round_reward=config.round_reward)
                     next_value = tensor_bootstrap_value(model, tables)
                 else:
                     observations, masks = collect_rollout(model, tables, observations, masks, rollout,
-                                                          teacher if phase == "bc" else None, hyper.reward_scale)
+                                                          teacher if phase == "bc" else None, hyper.reward_scale,
+                                                          config.round_reward)
                     next_value = bootstrap_value(model, tables, observations, masks)
                 advantages, returns = compute_advantages(rollout, next_value, hyper.gae_lambda)
                 stats = update_networks(model, optimizer, rollout, advantages, returns, phase, hyper)
