@@ -95,7 +95,7 @@ def tensor_bootstrap_value(model: PolicyValueNet, tables: TensorTables) -> torch
 
 
 def collect_tensor_rollout(model: PolicyValueNet, tables: TensorTables, rollout, reward_scale: float,
-                           imitate: bool = False, round_reward: str = "points") -> None:
+                           imitate: bool = False) -> None:
     """``training.train.collect_rollout`` on the tensor engine: every table's learner decides once
     per step for T steps, sampled from the policy (``imitate``: the tensor ``simple`` chooses, the
     imitation phase's teacher); the buffers of ``rollout`` live on the device."""
@@ -120,7 +120,7 @@ def collect_tensor_rollout(model: PolicyValueNet, tables: TensorTables, rollout,
         (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
          rollout.legal[t]) = inputs
         rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
-        rollout.rewards[t] = torch.sign(rewards) if round_reward == "win" else rewards / reward_scale
+        rollout.rewards[t] = rewards / reward_scale
         rollout.round_ends[t] = round_ended.float()
     rollout.round_points, rollout.rounds = float(points), int(rounds)
 

@@ -229,12 +229,11 @@ class Teacher:
 
 
 def collect_rollout(model: PolicyValueNet, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray,
-                    rollout: Rollout, teacher: Teacher | None, reward_scale: float, round_reward: str = "points"):
+                    rollout: Rollout, teacher: Teacher | None, reward_scale: float):
     """Every table's learner decides once per step, in one batched forward pass, for T steps.
 
     ``teacher`` given (imitation): it chooses the actions; otherwise they are sampled from the
-    policy. ``round_reward`` (``TrainConfig.round_reward``): a round pays its points / ``reward_scale``,
-    or (``"win"``) the sign of its points. Returns the observations and masks after the last step.
+    policy. Returns the observations and masks after the last step.
     """
     num_players = tables.batch.num_players
     rollout.round_points, rollout.rounds = 0.0, 0
@@ -259,7 +258,7 @@ def collect_rollout(model: PolicyValueNet, tables: VectorGymEnv, observations: n
         (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
          rollout.legal[t]) = inputs
         rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
-        rollout.rewards[t] = torch.from_numpy(np.sign(rewards) if round_reward == "win" else rewards / reward_scale)
+        rollout.rewards[t] = torch.from_numpy(rewards / reward_scale)
         rollout.round_ends[t] = torch.from_numpy(round_ended.astype(np.float32))
     return observations, masks
 
@@ -417,14 +416,14 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 phase = "bc" if progress.update < imitation_updates else "ppo"
                 # ---- rollout, advantages, update
                 if config.device:
-                    collect_tensor_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc",
-                                           round_reward=config.round_reward)
+                    collect_tensor_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc")
                     next_value = tensor_bootstrap_value(model, tables)
                 else:
                     observations, masks = collect_rollout(model, tables, observations, masks, rollout,
-                                                          teacher if phase == "bc" else None, hyper.reward_scale,
-                                                          config.round_reward)
+                                                          teacher if phase == "bc" else None, hyper.reward_scale)
                     next_value = bootstrap_value(model, tables, observations, masks)
+                if config.round_reward == "win":  # a round pays the sign of its points: single hands won
+                    rollout.rewards.sign_()
                 advantages, returns = compute_advantages(rollout, next_value, hyper.gae_lambda)
                 stats = update_networks(model, optimizer, rollout, advantages, returns, phase, hyper)
                 progress.update += 1
@@ -502,11 +501,7 @@ def starting_point(config: TrainConfig, files: RunFiles, model: PolicyValueNet, 
         # Weights carry across presets with the same seats and observation (classic into standard):
         # the rules a network was trained for are a starting point here, not a contract.
         payload = load_checkpoint(config.init_from, num_players=rules.num_players)
-        check_width(config, payload, "--init-from")
-        size = payload["metadata"]["observation_size"]
-        if size != model.observation_size:
-            raise ValueError(f"--init-from: the checkpoint reads observations of {size} numbers; "
-                             f"rules={rules.rules!r} at {rules.num_players} players gives {model.observation_size}")
+        check_width(config, payload, "--init-from")  # (the seats fix the observation's size: checked on load)
         model.load_state_dict(payload["model"])
         trained_for = payload["metadata"]["rules"]
         note = "" if trained_for == rules.rules else f" (trained for {trained_for}; fine-tuned for {rules.rules})"

@@ -19,6 +19,7 @@ from ..features.network import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTE
 from ..observation import KNOCK_LIMIT_SCALE, STOCK_SCALE
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS
 from ..rules.cards import CARD_VALUES, NUM_CARDS
+from ..rules.round import Phase
 from .features import _neighbours, _partner_counts, _same_rank
 from .solver import deadwood_after_each
 
@@ -49,7 +50,7 @@ def decision_inputs(env, width: int = MAX_LEGAL_ACTIONS) -> tuple[torch.Tensor, 
     # Deadwood: of the hand, after each throw, after taking the face-up card. The env's legality
     # check solved the discard phase's hands already; a face-up card to take or pass gives the
     # hand's own deadwood too (the hand plus that card, less that card); the rest are solved here.
-    discarding = env.phase == 2
+    discarding = env.phase == int(Phase.DISCARD)
     hand_deadwood = torch.where(discarding, env._hand_deadwood, 0)
     after_throw = env._deadwood_after
     take_after = torch.zeros(n, dtype=torch.int64, device=dev)
