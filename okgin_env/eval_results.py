@@ -12,12 +12,12 @@ import csv
 import json
 import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .output_folder import prepare_output_folder
 from .policy_loaders import is_policy_file
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
@@ -218,17 +218,7 @@ def check_output_prefix(prefix: str) -> None:
     catches read-only file systems and a path through a regular file.
     """
     folder = os.path.dirname(prefix) or "."
-    existing = folder
-    while not os.path.exists(existing) and os.path.dirname(existing) not in ("", existing):
-        existing = os.path.dirname(existing)
-    if os.path.exists(existing) and not os.path.isdir(existing):
-        raise ValueError(f"cannot write results to {prefix!r}: {existing!r} is not a folder")
-    try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        raise ValueError(f"cannot write results to {prefix!r}: folder {folder!r}: {error.strerror or error}") from None
+    prepare_output_folder(folder, f"cannot write results to {prefix!r}")
     for path in output_paths(prefix):
         if os.path.isdir(path):
             raise ValueError(f"cannot write results to {prefix!r}: {path!r} is a folder")

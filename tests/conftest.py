@@ -21,4 +21,4 @@ def full_disk(monkeypatch):
     def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("okgin_env.records.os.fsync", disk_full)
+    monkeypatch.setattr("okgin_env.records.files.os.fsync", disk_full)

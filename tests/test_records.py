@@ -1,4 +1,4 @@
-"""okgin_env/records.py: game records written by evaluation and terminal play replay exactly;
+"""okgin_env/records/: game records written by evaluation and terminal play replay exactly;
 corrupted records are refused with the place named."""
 
 from __future__ import annotations
@@ -529,14 +529,14 @@ def test_a_number_of_more_than_4300_digits_names_the_line(tmp_path, classic):
 
 def test_an_endless_or_huge_file_is_refused(tmp_path, classic, monkeypatch, capsys):
     """/dev/zero is one endless line: refused once a line passes MAX_LINE_BYTES, not read into memory."""
-    monkeypatch.setattr("okgin_env.records.MAX_LINE_BYTES", 2**20)
+    monkeypatch.setattr("okgin_env.records.files.MAX_LINE_BYTES", 2**20)
     if os.path.exists("/dev/zero"):
         with pytest.raises(ValueError, match=r"^/dev/zero, line 1: longer than 1,048,576 bytes, the most a record line"):
             read_records("/dev/zero")
         assert records_main(["/dev/zero"]) == 2 and capsys.readouterr().err.count("\n") == 1
     path = tmp_path / "big.jsonl"
     path.write_text((json.dumps(classic) + "\n") * 3)
-    monkeypatch.setattr("okgin_env.records.MAX_FILE_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr("okgin_env.records.files.MAX_FILE_BYTES", path.stat().st_size - 1)
     with pytest.raises(ValueError, match=r"big\.jsonl: \d[\d,]* bytes; a record file may hold at most"):
         read_records(path)
 
@@ -574,7 +574,7 @@ def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, classic, monkeypatch
     def disk_full(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("okgin_env.records.os.fsync", disk_full)
+    monkeypatch.setattr("okgin_env.records.files.os.fsync", disk_full)
     for append in (False, True):
         with pytest.raises(OSError, match=r"cannot write game records to .*games\.jsonl'?: No space left on device"):
             write_records(path, [classic, classic], append=append)

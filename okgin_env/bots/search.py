@@ -22,7 +22,8 @@ At each of its decisions that has a real choice, the bot
    not), or a hand that melds a card its player passed or threw. Optionally
    (``max_resamples > 1``) only the previous player's hand is drawn again while it could have
    knocked. ``opponent_model="uniform"`` deals the unseen cards uniformly. The engine turns each
-   guess into a round state (``okgin_env.rules.infoset.InfoSet.state``).
+   guess into a round state (``okgin_env.rules.infoset.InfoSet.state``); the sampling helpers are
+   ``okgin_env.bots.belief``'s.
 3. for every determinization plays **each candidate** and then the ``simple`` policy (or, with
    ``policy=PATH``, that policy file's network, greedy, for every seat: all playouts of a stage
    advance in lockstep, one batched forward pass per step) for every
@@ -58,11 +59,12 @@ import numpy as np
 
 from ..observation import ObservationView, view
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
-from ..rules.cards import FULL_DECK_MASK, NUM_CARDS, NUM_RANKS, from_mask, to_mask
+from ..rules.cards import FULL_DECK_MASK, from_mask
 from ..rules.config import OPTION_NAMES, RulesConfig, check_seed, make_config
 from ..rules.infoset import InfoSet
 from ..rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask, in_some_meld
-from ..rules.round import STOCK_LEFT_AT_WALL, Phase, RoundState
+from ..rules.round import Phase, RoundState
+from .belief import complete_melds, greedy_draws, stock_draws
 from .settings import (
     COMMON_SETTINGS,
     SEARCH_SETTING_NAMES,
@@ -85,86 +87,6 @@ def playout(state: RoundState, rng: random.Random) -> RoundState:
     while state.phase is not Phase.OVER:
         apply(simple_action_for_state(state, rng))
     return state
-
-
-def stock_draws(num_players: int, hand_size: int, stock_size: int, reshuffles: int) -> int:
-    """How many cards have been drawn from the stock this round (exact, from public counts).
-
-    The stock and the pile together hold every card not in a hand. A reshuffle (penalty preset)
-    happens at ``STOCK_LEFT_AT_WALL`` stock cards and turns the pile but its top into stock, so the
-    stock is back at its size after the deal: every reshuffle stands for ``initial -
-    STOCK_LEFT_AT_WALL`` draws. Counting only ``initial - stock_size`` would make the opponents of
-    a reshuffled round look as if they had just been dealt (weak hands), which they are not.
-    """
-    initial = NUM_CARDS - num_players * hand_size - 1  # less the upcard
-    return reshuffles * (initial - STOCK_LEFT_AT_WALL) + max(0, initial - stock_size)
-
-
-def _greedy_draws(hand: int, fixed: int, pool: list[int], draws: int, rng: random.Random) -> int:
-    """Let a sampled hand play ``draws`` greedy turns: draw the last card of ``pool``, throw back
-    (to the front of ``pool``) a card other than ``fixed`` that leaves the least deadwood.
-
-    A player who has kept the best cards of each draw holds more melds and less deadwood than a
-    random hand; this biases the sample towards such hands.
-    """
-    for _ in range(draws):
-        card = pool.pop()
-        hand |= 1 << card
-        best = 1 << 30
-        worst: list[int] = []
-        rest = hand & ~fixed
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            value = deadwood_of_mask(hand ^ low)
-            if value < best:
-                best, worst = value, [low]
-            elif value == best:
-                worst.append(low)
-        drop = worst[0] if len(worst) == 1 else worst[rng.randrange(len(worst))]
-        hand ^= drop
-        pool.insert(0, drop.bit_length() - 1)
-    return hand
-
-
-def _meld_options(card: int, hand: int, pool: int) -> list[int]:
-    """Masks of pool cards that, added to ``hand``, put ``card`` in a set or a run (each minimal)."""
-    rank, suit = card % NUM_RANKS, card // NUM_RANKS
-    reachable = hand | pool
-    options = []
-    partners = [s * NUM_RANKS + rank for s in range(4) if s != suit and reachable >> (s * NUM_RANKS + rank) & 1]
-    for i in range(len(partners)):
-        for j in range(i + 1, len(partners)):
-            options.append((1 << partners[i] | 1 << partners[j]) & ~hand)
-    base = suit * NUM_RANKS
-    for low in (rank - 2, rank - 1, rank):
-        if low < 0 or low + 2 >= NUM_RANKS:
-            continue
-        cards = [base + r for r in range(low, low + 3) if r != rank]
-        if all(reachable >> c & 1 for c in cards):
-            options.append((1 << cards[0] | 1 << cards[1]) & ~hand)
-    return options
-
-
-def _complete_melds(known: int, slots: int, pool: list[int], rng: random.Random) -> int:
-    """``known`` plus, for each known card not yet in a meld, unseen cards that give it one
-    (taken out of ``pool``), within ``slots`` added cards."""
-    hand = known
-    added = 0
-    pool_mask = to_mask(pool)
-    for card in from_mask(known):
-        if in_some_meld(hand & ~(1 << card), card):
-            continue
-        options = [m for m in _meld_options(card, hand & ~(1 << card), pool_mask) if added + m.bit_count() <= slots]
-        if not options:
-            continue
-        choice = options[rng.randrange(len(options))]
-        hand |= choice
-        added += choice.bit_count()
-        pool_mask &= ~choice
-        for c in from_mask(choice):
-            pool.remove(c)
-    return hand
 
 
 #: Rule options that change the bot's rules (``num_players`` is read from each observation).
@@ -470,7 +392,7 @@ class SearchBot:
             if need < 0:
                 raise ValueError(f"opponent {k} is shown holding more than {hand_size} cards")
             if settings.infer_takes and hands[k]:
-                melded[k] = _complete_melds(hands[k], need, unseen, rng)
+                melded[k] = complete_melds(hands[k], need, unseen, rng)
         for k in range(1, n):
             known = hands[k]
             need = hand_size - known.bit_count()
@@ -485,7 +407,7 @@ class SearchBot:
                 for _ in range(need - (fixed & ~known).bit_count()):
                     hand |= 1 << unseen.pop()
                 if draws and need:
-                    hand = _greedy_draws(hand, fixed, unseen, min(draws, len(unseen)), rng)
+                    hand = greedy_draws(hand, fixed, unseen, min(draws, len(unseen)), rng)
                 if not inferring:
                     break
                 # The previous player just threw the discard top: it was one of their best discards
@@ -495,7 +417,7 @@ class SearchBot:
                 while steps < settings.max_repair and deadwood_of_mask(hand) > best_discard_deadwood_of_mask(
                     hand | 1 << last_discard
                 ):
-                    hand = _greedy_draws(hand, fixed, unseen, 1, rng)
+                    hand = greedy_draws(hand, fixed, unseen, 1, rng)
                     steps += 1
                 if deadwood_of_mask(hand) > v.knock_limit:
                     break
@@ -530,4 +452,4 @@ class SearchBot:
         return InfoSet.from_view(v, config).state(hands[1:], stock, self.rng, engine_rng=self.np_rng, validate=False)
 
 
-__all__ = ["RULE_OPTIONS", "SearchBot", "SearchSettings", "playout"]
+__all__ = ["RULE_OPTIONS", "SearchBot", "SearchSettings", "playout", "stock_draws"]

@@ -59,15 +59,13 @@ import numpy as np
 import torch
 
 from ..episode import DEFAULT_MAX_ROUNDS, RESET_OPTIONS, check_max_rounds, check_options, check_reset_options
-from ..observation import TARGET_SCALE, check_observation, layout_for
-from ..observation.layout import KNOCK_LIMIT_SCALE, STOCK_SCALE
+from ..observation import check_observation, layout_for
 from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
 from ..rules.cards import CARD_VALUES, NUM_CARDS
 from ..rules.config import RulesConfig, check_seed, is_int, make_config
-from ..rules.match import match_bonus
 from ..rules.round import STOCK_LEFT_AT_WALL, Phase
-from ..rules.showdown import knock_outcome
-from .features import solver_features
+from .encode import encode_observations
+from .round_end import end_rounds
 from .solver import NO_CHOICE, MeldTables, deadwood_after_each
 
 OWN_OPTIONS = ("device", "rules", "num_players", "episode", "reward", "observation", "max_rounds", "illegal")
@@ -301,60 +299,9 @@ class TensorEnv:
             mask[rows, KNOCK_BASE:] = throwable[rows] & (after <= self.knock_limit[rows, None])
         return mask
 
-    def _encode(self, rows: torch.Tensor, observer: torch.Tensor, over: bool, mask: torch.Tensor) -> torch.Tensor:
-        """Observations (len(rows), D) of seat ``observer[j]`` in game ``rows[j]``; ``over``: the
-        round has ended (the opponents' hands are shown), as ``observation.encode``; with
-        ``observation="features"`` followed by the solver features of the view and its ``mask``."""
-        k, p, dev = rows.numel(), self.num_players, self.device
-        s = self.layout.slices
-        obs = torch.zeros(k, self.obs_size, dtype=torch.float32, device=dev)
-        obs[:, s["hand"]] = self.hands[rows, observer].float()
-        current = self.current[rows]
-        if not over:
-            taken = self.taken_card[rows]
-            has_taken = (taken >= 0) & (current == observer)
-            obs[:, s["taken_card"]] = (torch.nn.functional.one_hot(taken.clamp(min=0), NUM_CARDS).bool()
-                                       & has_taken[:, None]).float()
-        pile_len = self.pile_len[rows]
-        top = self.pile[rows, (pile_len - 1).clamp(min=0)]
-        obs[:, s["discard_top"]] = (torch.nn.functional.one_hot(top, NUM_CARDS).bool() & (pile_len > 0)[:, None]).float()
-        obs[:, s["discard_pile"]] = self.pile_mask[rows].float()
-        obs[:, s["upcard"]] = torch.nn.functional.one_hot(self.upcard[rows], NUM_CARDS).float()
-        for offset in range(1, p):
-            seat = (observer + offset) % p
-            shown = self.hands if over else self.known
-            obs[:, s[f"opponent_{offset}_known"]] = shown[rows, seat].float()
-            obs[:, s[f"opponent_{offset}_passed"]] = self.passed[rows, seat].float()
-        # Numbers as the numpy codec computes them: in float64, then stored as float32.
-        obs[:, s["knock_limit"]] = (self.knock_limit[rows].double() / KNOCK_LIMIT_SCALE).float()[:, None]
-        stock_size = NUM_CARDS - self.stock_pos[rows]
-        obs[:, s["stock_size"]] = (stock_size.double() / STOCK_SCALE).float()[:, None]
-        phase = torch.full((k,), _OVER, dtype=torch.int64, device=dev) if over else self.phase[rows]
-        obs[:, s["phase"]] = torch.nn.functional.one_hot(phase, 4).float()
-        if not over:
-            obs[:, s["acting_seat"]] = torch.nn.functional.one_hot((current - observer) % p, p).float()
-        obs[:, s["seat_from_dealer"]] = torch.nn.functional.one_hot((observer - self.dealer[rows]) % p, p).float()
-        target = self.config.target_score
-        order = (observer[:, None] + torch.arange(p, device=dev)) % p
-        obs[:, s["scores"]] = (self.totals[rows].gather(1, order).double() / target).float()
-        obs[:, s["target_score"]] = target / TARGET_SCALE
-        obs[:, s["reshuffles"]] = self.reshuffles[rows].float()[:, None]
-        if self.observation == "features":
-            size = self.layout.size
-            opponents = [(observer + offset) % p for offset in range(1, p)]
-            shown = self.hands if over else self.known
-            known = torch.stack([shown[rows, seat] for seat in opponents]).any(0)
-            passed = torch.stack([self.passed[rows, seat] for seat in opponents]).any(0)
-            obs[:, size:] = solver_features(obs[:, s["hand"]].bool(), obs[:, s["discard_top"]].bool(),
-                                            obs[:, s["discard_pile"]].bool(), known, passed, self.knock_limit[rows],
-                                            mask, self._tables, solved=None if over else (
-                                                self.phase[rows] == _DISCARD, self._hand_deadwood[rows],
-                                                self._deadwood_after[rows]))
-        return obs
-
     def _observe_acting(self) -> tuple[torch.Tensor, torch.Tensor]:
         mask = self._legal_masks()
-        return self._encode(self._rows, self.current, over=False, mask=mask), mask
+        return encode_observations(self, self._rows, self.current, over=False, mask=mask), mask
 
     # ------------------------------------------------------------------ step
     def step(self, actions: Any, active: Any = None) -> TensorStep:
@@ -466,7 +413,7 @@ class TensorEnv:
         scores = self.totals.clone()
         ended = round_over.nonzero().squeeze(1)
         if ended.numel():
-            terminated, truncated, scores = self._end_rounds(ended, knock, rewards, final)
+            terminated, truncated, scores = end_rounds(self, ended, knock, rewards, final)
         self._observation, self._mask = self._observe_acting()
         return TensorStep(self._observation, self._mask, self.current.clone(), rewards, terminated, truncated,
                           round_over, scores, final, illegal)
@@ -496,96 +443,6 @@ class TensorEnv:
         self.pile_mask[games] = torch.nn.functional.one_hot(top, NUM_CARDS).bool()
         self.reshuffles[games] += 1
         self.last_permutation[games] = permutation
-
-    # ------------------------------------------------------------------ the end of a round
-    def _end_rounds(self, ended: torch.Tensor, knock: torch.Tensor, rewards: torch.Tensor, final: torch.Tensor):
-        """Score the rounds that ended in ``ended`` (knocks by the rules core's showdown, walls as
-        draws), update the matches, pay rewards, keep final observations and deal what follows."""
-        n, p, dev = self.num_envs, self.num_players, self.device
-        config = self.config
-        points = torch.zeros(n, p, dtype=torch.int64, device=dev)
-        winner = torch.full((n,), -1, dtype=torch.int64, device=dev)
-        knocked = ended[knock[ended]]
-        if knocked.numel():
-            knocked_points, knocked_winner = self._showdowns(knocked)
-            points[knocked] = knocked_points
-            winner[knocked] = knocked_winner
-        self.rounds_played[ended] += 1
-        self.totals[ended] += points[ended]
-        won = winner[ended]
-        has_winner = won >= 0
-        self.rounds_won[ended[has_winner], won[has_winner]] += 1
-        if config.penalty_scoring:
-            self.rounds_lost[ended] += (points[ended] > 0).long()
-        next_dealer = torch.where(has_winner, won, self.dealer[ended])  # the winner deals next (after the final observations)
-        totals = self.totals[ended]
-        match_over = totals.max(1).values >= config.target_score
-        if config.penalty_scoring:  # fewest penalty points, then fewest rounds lost, then the lower seat
-            seats = torch.arange(p, device=dev)
-            match_winner = ((totals * (1 << 24) + self.rounds_lost[ended]) * 8 + seats).argmin(1)
-        else:
-            match_winner = totals.argmax(1)  # the first of equal totals: the lower seat (rules.match)
-        scores = self.totals.clone()
-        # Rewards (okgin_env.episode.end_of_round).
-        if self.reward_mode == "points":
-            pts = points[ended].double()
-            total = pts.sum(1, keepdim=True)
-            if config.penalty_scoring:  # showdown.zero_sum_rewards
-                rewards[ended] = ((total - pts) / (p - 1) - pts).float()
-            else:
-                rewards[ended] = (pts - (total - pts) / (p - 1)).float()
-        terminated = torch.zeros(n, dtype=torch.bool, device=dev)
-        truncated = torch.zeros_like(terminated)
-        ended_terminated = match_over | (self.episode == "round")
-        terminated[ended] = ended_terminated
-        if self.max_rounds is not None:
-            truncated[ended] = ~ended_terminated & (self.rounds_played[ended] >= self.max_rounds)
-        if self.reward_mode == "win":
-            who = won if self.episode == "round" else match_winner
-            pays = ended_terminated & (who >= 0)
-            signs = torch.where(torch.nn.functional.one_hot(who.clamp(min=0), p).bool(), 1.0, -1.0)
-            rewards[ended] = torch.where(pays[:, None], signs, 0.0)
-        if config.has_match_bonuses:
-            self._pay_match_bonuses(ended[match_over], match_winner[match_over], rewards, scores)
-        # Final observations of every seat where the episode ended (hands shown).
-        done = ended[ended_terminated | truncated[ended]]
-        if done.numel():
-            for seat in range(p):
-                final[done, seat] = self._encode(done, torch.full_like(done, seat), over=True,
-                                                 mask=torch.zeros(done.numel(), NUM_ACTIONS, dtype=torch.bool, device=dev))
-        self.dealer[ended] = next_dealer
-        if done.numel():
-            # A new match: scores from zero, the first dealer drawn.
-            self.totals[done] = 0
-            self.rounds_won[done] = 0
-            self.rounds_lost[done] = 0
-            self.rounds_played[done] = 0
-            self.dealer[done] = torch.randint(0, p, (done.numel(),), generator=self._generator, device=dev)
-        self._deal(ended)
-        return terminated, truncated, scores
-
-    def _showdowns(self, knocked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Points and winner of each knock in ``knocked``: the rules core's ``knock_outcome`` (the
-        knocker's best layout after the defenders' layoffs), on the host."""
-        masks = (self.hands[knocked].long() * self._card_bits).sum(-1).tolist()  # (K, P) 52-bit masks
-        knockers = self.current[knocked].tolist()
-        limits = self.knock_limit[knocked].tolist()
-        upcards = self.upcard[knocked].tolist()
-        points, winners = [], []
-        for hands, knocker, limit, upcard in zip(masks, knockers, limits, upcards):
-            outcome = knock_outcome(self.config, hands, knocker, limit, upcard, -1)
-            points.append(outcome.points)
-            winners.append(outcome.winner)
-        return (torch.tensor(points, dtype=torch.int64, device=self.device),
-                torch.tensor(winners, dtype=torch.int64, device=self.device))
-
-    def _pay_match_bonuses(self, over: torch.Tensor, winners: torch.Tensor, rewards: torch.Tensor, scores: torch.Tensor) -> None:
-        """docs/rules.md §11 (rare: a match's end with a house rule on), by the rules core on the host."""
-        for g, winner in zip(over.tolist(), winners.tolist()):
-            bonus = match_bonus(self.config, self.totals[g].tolist(), self.rounds_won[g].tolist(), winner)
-            scores[g] = torch.tensor(bonus.scores, dtype=torch.int64, device=self.device)
-            if self.reward_mode == "points":
-                rewards[g] += torch.tensor(bonus.rewards, dtype=torch.float64, device=self.device).float()
 
     # ------------------------------------------------------------------ read-only views
     @property

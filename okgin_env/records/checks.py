@@ -12,11 +12,11 @@ import reprlib
 import sys
 from typing import Any
 
-from .episode import DEFAULT_MAX_ROUNDS, EPISODES, REWARDS, check_max_rounds
-from .rules.actions import NUM_ACTIONS
-from .rules.cards import NUM_CARDS, card_str
-from .rules.config import OPTION_NAMES, PRESETS, is_int, make_config
-from .rules.showdown import KINDS
+from ..episode import DEFAULT_MAX_ROUNDS, EPISODES, REWARDS, check_max_rounds
+from ..rules.actions import NUM_ACTIONS
+from ..rules.cards import NUM_CARDS, card_str
+from ..rules.config import OPTION_NAMES, PRESETS, is_int, make_config
+from ..rules.showdown import KINDS
 
 FORMAT = "okgin.game"
 VERSION = 1

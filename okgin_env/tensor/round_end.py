@@ -1,0 +1,108 @@
+"""The end of a round in a ``TensorEnv``: scoring, the match, rewards, final observations, the next deal.
+
+The showdown after a knock (the knocker's best layout and the layoffs) and the house rules' match
+bonuses are the rules core's own (``rules.showdown.knock_outcome``, ``rules.match.match_bonus``),
+called on the host for the few games they concern; everything else is batched on the device.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..rules.actions import NUM_ACTIONS
+from ..rules.match import match_bonus
+from ..rules.showdown import knock_outcome
+from .encode import encode_observations
+
+
+def end_rounds(env, ended: torch.Tensor, knock: torch.Tensor, rewards: torch.Tensor, final: torch.Tensor):
+    """Score the rounds that ended in ``ended`` (knocks by the rules core's showdown, walls as
+    draws), update the matches, pay rewards, keep final observations and deal what follows."""
+    n, p, dev = env.num_envs, env.num_players, env.device
+    config = env.config
+    points = torch.zeros(n, p, dtype=torch.int64, device=dev)
+    winner = torch.full((n,), -1, dtype=torch.int64, device=dev)
+    knocked = ended[knock[ended]]
+    if knocked.numel():
+        knocked_points, knocked_winner = showdowns(env, knocked)
+        points[knocked] = knocked_points
+        winner[knocked] = knocked_winner
+    env.rounds_played[ended] += 1
+    env.totals[ended] += points[ended]
+    won = winner[ended]
+    has_winner = won >= 0
+    env.rounds_won[ended[has_winner], won[has_winner]] += 1
+    if config.penalty_scoring:
+        env.rounds_lost[ended] += (points[ended] > 0).long()
+    next_dealer = torch.where(has_winner, won, env.dealer[ended])  # the winner deals next (after the final observations)
+    totals = env.totals[ended]
+    match_over = totals.max(1).values >= config.target_score
+    if config.penalty_scoring:  # fewest penalty points, then fewest rounds lost, then the lower seat
+        seats = torch.arange(p, device=dev)
+        match_winner = ((totals * (1 << 24) + env.rounds_lost[ended]) * 8 + seats).argmin(1)
+    else:
+        match_winner = totals.argmax(1)  # the first of equal totals: the lower seat (rules.match)
+    scores = env.totals.clone()
+    # Rewards (okgin_env.episode.end_of_round).
+    if env.reward_mode == "points":
+        pts = points[ended].double()
+        total = pts.sum(1, keepdim=True)
+        if config.penalty_scoring:  # showdown.zero_sum_rewards
+            rewards[ended] = ((total - pts) / (p - 1) - pts).float()
+        else:
+            rewards[ended] = (pts - (total - pts) / (p - 1)).float()
+    terminated = torch.zeros(n, dtype=torch.bool, device=dev)
+    truncated = torch.zeros_like(terminated)
+    ended_terminated = match_over | (env.episode == "round")
+    terminated[ended] = ended_terminated
+    if env.max_rounds is not None:
+        truncated[ended] = ~ended_terminated & (env.rounds_played[ended] >= env.max_rounds)
+    if env.reward_mode == "win":
+        who = won if env.episode == "round" else match_winner
+        pays = ended_terminated & (who >= 0)
+        signs = torch.where(torch.nn.functional.one_hot(who.clamp(min=0), p).bool(), 1.0, -1.0)
+        rewards[ended] = torch.where(pays[:, None], signs, 0.0)
+    if config.has_match_bonuses:
+        pay_match_bonuses(env, ended[match_over], match_winner[match_over], rewards, scores)
+    # Final observations of every seat where the episode ended (hands shown).
+    done = ended[ended_terminated | truncated[ended]]
+    if done.numel():
+        for seat in range(p):
+            final[done, seat] = encode_observations(env, done, torch.full_like(done, seat), over=True,
+                                             mask=torch.zeros(done.numel(), NUM_ACTIONS, dtype=torch.bool, device=dev))
+    env.dealer[ended] = next_dealer
+    if done.numel():
+        # A new match: scores from zero, the first dealer drawn.
+        env.totals[done] = 0
+        env.rounds_won[done] = 0
+        env.rounds_lost[done] = 0
+        env.rounds_played[done] = 0
+        env.dealer[done] = torch.randint(0, p, (done.numel(),), generator=env._generator, device=dev)
+    env._deal(ended)
+    return terminated, truncated, scores
+
+def showdowns(env, knocked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Points and winner of each knock in ``knocked``: the rules core's ``knock_outcome`` (the
+    knocker's best layout after the defenders' layoffs), on the host."""
+    masks = (env.hands[knocked].long() * env._card_bits).sum(-1).tolist()  # (K, P) 52-bit masks
+    knockers = env.current[knocked].tolist()
+    limits = env.knock_limit[knocked].tolist()
+    upcards = env.upcard[knocked].tolist()
+    points, winners = [], []
+    for hands, knocker, limit, upcard in zip(masks, knockers, limits, upcards):
+        outcome = knock_outcome(env.config, hands, knocker, limit, upcard, -1)
+        points.append(outcome.points)
+        winners.append(outcome.winner)
+    return (torch.tensor(points, dtype=torch.int64, device=env.device),
+            torch.tensor(winners, dtype=torch.int64, device=env.device))
+
+def pay_match_bonuses(env, over: torch.Tensor, winners: torch.Tensor, rewards: torch.Tensor, scores: torch.Tensor) -> None:
+    """docs/rules.md §11 (rare: a match's end with a house rule on), by the rules core on the host."""
+    for g, winner in zip(over.tolist(), winners.tolist()):
+        bonus = match_bonus(env.config, env.totals[g].tolist(), env.rounds_won[g].tolist(), winner)
+        scores[g] = torch.tensor(bonus.scores, dtype=torch.int64, device=env.device)
+        if env.reward_mode == "points":
+            rewards[g] += torch.tensor(bonus.rewards, dtype=torch.float64, device=env.device).float()
+
+
+__all__ = ["end_rounds", "pay_match_bonuses", "showdowns"]
