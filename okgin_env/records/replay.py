@@ -16,6 +16,7 @@ from ..rules.round import RoundState
 from ..rules.showdown import RoundOutcome
 from .files import GameRecord, parse_record
 
+
 class RecordMismatch(ValueError):
     """A record that does not replay; ``game_index``, ``round_index`` and ``action_index`` (from 0;
     None where the difference is not at one round or action) say where it first differs."""
