@@ -16,6 +16,7 @@ import pytest
 import okgin_env
 from okgin_env.bots import BOT_NAMES, RandomBot, SearchBot, SearchSettings, SimpleBot, make_bot, view
 from okgin_env.bots import search as search_module
+from okgin_env.bots.belief import stock_draws
 from okgin_env.bots.search import playout
 from okgin_env.bots.simple import simple_action_for_state
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
@@ -723,7 +724,7 @@ def test_stock_draws_counts_every_draw_from_the_stock_across_reshuffles(position
     reshuffled = 0
     for _, state in positions[table]:
         drawn = sum(action == DRAW_STOCK for _, action in state.history)
-        assert search_module.stock_draws(num_players, hand_size, len(state.stock), state.reshuffles) == drawn
+        assert stock_draws(num_players, hand_size, len(state.stock), state.reshuffles) == drawn
         reshuffled += state.reshuffles > 0
     assert reshuffled > 0 or rules == "classic"  # penalty positions past a reshuffle are covered
 
@@ -752,7 +753,7 @@ def test_search_models_the_opponents_of_a_reshuffled_round_as_players_who_have_p
     observation, state = first_position_after_a_reshuffle()
     v = view(observation)
     assert v.reshuffles == 1 and v.stock_size == 30  # 52 - 3 * 7 - upcard: the size after the deal
-    assert search_module.stock_draws(3, 7, v.stock_size, v.reshuffles) == 28
+    assert stock_draws(3, 7, v.stock_size, v.reshuffles) == 28
 
     def mean_sampled_deadwood(model: str) -> float:
         bot = SearchBot(seed=0, opponent_model=model)

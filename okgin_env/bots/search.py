@@ -452,4 +452,4 @@ class SearchBot:
         return InfoSet.from_view(v, config).state(hands[1:], stock, self.rng, engine_rng=self.np_rng, validate=False)
 
 
-__all__ = ["RULE_OPTIONS", "SearchBot", "SearchSettings", "playout", "stock_draws"]
+__all__ = ["RULE_OPTIONS", "SearchBot", "SearchSettings", "playout"]

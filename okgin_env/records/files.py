@@ -64,7 +64,7 @@ class GameRecord:
     @classmethod
     def from_dict(cls, data: Any) -> "GameRecord":
         """A checked record; a ValueError names the first wrong field (``rounds[2].deck``)."""
-        return parse_record(data)
+        return cls(**checked_fields(data))
 
 
 
@@ -153,7 +153,7 @@ def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mappin
     lines = []
     for index, record in enumerate(records):
         try:  # parsing copies, so the line is what was checked
-            checked = parse_record(record._fields() if isinstance(record, GameRecord) else record)
+            checked = parse_record(record)
             lines.append(json.dumps(checked._fields(), separators=(",", ":"), default=_json_number) + "\n")
         except (TypeError, ValueError) as error:
             raise ValueError(f"record {index}: {error}") from None
@@ -256,8 +256,9 @@ def _loads(text: str) -> Any:
 
 
 def parse_record(data: Any) -> GameRecord:
-    """A checked ``GameRecord`` of JSON data; a ValueError names the first wrong field."""
-    return GameRecord(**checked_fields(data))
+    """A checked copy of JSON data or of a ``GameRecord`` (one built by hand or changed since is
+    checked as a read one is); a ValueError names the first wrong field."""
+    return GameRecord.from_dict(data._fields() if isinstance(data, GameRecord) else data)
 
 
 @functools.cache

@@ -189,7 +189,7 @@ def _checked_for_replay(record: GameRecord, game: int) -> GameRecord:
     or changed since, is checked as a read one is; a wrong field raises ``RecordMismatch`` naming
     the game, and the round and action where the field is one of theirs."""
     try:
-        return parse_record(record._fields() if isinstance(record, GameRecord) else record)
+        return parse_record(record)
     except TypeError as error:  # not even shaped as a record (extras that are not a dict)
         raise RecordMismatch(game, None, None, f"not a record: {error}") from None
     except ValueError as error:
