@@ -89,7 +89,12 @@ def is_policy_file(spec: Any) -> bool:
 
 
 def _suffix_of(path: str) -> str:
-    return next(suffix for suffix in known_suffixes() if path.endswith(suffix))
+    """The policy-file suffix ``path`` ends in; ``PolicyLoadError`` naming the allowed ones if none."""
+    suffixes = known_suffixes()
+    for suffix in suffixes:
+        if path.endswith(suffix):
+            return suffix
+    raise PolicyLoadError(f"policy file {path!r} does not end in a policy-file suffix; allowed: {', '.join(suffixes)}")
 
 
 def loader_for(path: str) -> PolicyLoader:
@@ -127,6 +132,8 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
         return _LOADED[key]
     if not os.path.exists(path):
         raise FileNotFoundError(f"policy file {path!r} does not exist")
+    if not os.path.isfile(path):  # a folder, FIFO or device: a loader would fail on it, or block reading it
+        raise PolicyLoadError(f"policy file {path!r} is not a regular file")
     loader = loader_for(path)
     try:
         policy = loader(path, rules=rules) if _takes_rules(loader) else loader(path)

@@ -112,3 +112,30 @@ def test_the_same_specs_work_as_pool_entries_teachers_and_labelling_opponents():
     for spec in SPECS:
         labels = label_decisions((CLASSIC_FILE, "classic", 5, 1, {"rollout": spec}))
         assert labels["q"].shape[0] == 1
+
+
+def test_a_policy_path_that_is_no_policy_file_is_a_one_line_error_and_never_opened(tmp_path, capsys):
+    """Issue 52, 2: a path without the .pt suffix, a folder, a FIFO or a device was a StopIteration
+    (a traceback in every tool); a FIFO or a device must not even be opened (reading one blocks)."""
+    import os
+
+    from okgin_env.play import main as play_main
+
+    text = tmp_path / "model.pth"
+    text.write_text("not a network")
+    folder = tmp_path / "folder.pt"
+    folder.mkdir()
+    fifo = tmp_path / "fifo.pt"
+    os.mkfifo(fifo)  # opening it for reading would block this test for ever
+    for path, message in ((text, r"does not end in a policy-file suffix; allowed: \.pt"),
+                          (folder, "is not a regular file"), (fifo, "is not a regular file"),
+                          ("/dev/zero", "is not a regular file")):
+        with pytest.raises(ValueError, match=message):
+            check_player(f"search:policy={path}")
+        with pytest.raises(ValueError, match=message):
+            GymEnv(opponents=f"search:policy={path}")
+    for path in (folder, fifo):  # a path ending in .pt is a policy file of its own
+        with pytest.raises(ValueError, match="is not a regular file"):
+            check_player(str(path))
+    assert play_main(["--opponent", f"search:policy={text}"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
