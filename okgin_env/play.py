@@ -39,6 +39,7 @@ can script a game.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -428,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with sigterm_raises():
         try:
             options = rule_options_of(args.rule, args.target_score)
-            if is_policy_file(args.opponent):
+            if is_policy_file(args.opponent) and os.path.isfile(args.opponent):  # else an error names it, shortened
                 print(f"Loading the opponent {args.opponent} ...", flush=True)
             if args.record is not None:
                 from .records import check_record_path

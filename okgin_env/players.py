@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import ast
 import os
+import warnings
 from typing import Any
 
-from .policy_loaders import is_policy_file, load_policy_file
+from .policy_loaders import is_policy_file, load_policy_file, shown
 from .rules.config import OPTION_NAMES, RulesConfig, make_config
 
 #: What a check is for (see the module docstring's table).
@@ -75,11 +76,13 @@ def parse_bot_spec(text: str) -> tuple[str, dict[str, Any]]:
             key, eq, value = item.partition("=")
             key = key.strip()
             if not eq or not key:
-                raise ValueError(f"bad bot setting {item!r} in {text!r}; expected name=value")
+                raise ValueError(f"bad bot setting {shown(item)} in {shown(text)}; expected name=value")
             if key in settings:
-                raise ValueError(f"setting {key!r} is given twice in {text!r}")
+                raise ValueError(f"setting {key!r} is given twice in {shown(text)}")
             try:
-                settings[key] = ast.literal_eval(value.strip())
+                with warnings.catch_warnings():  # text such as 1if 1else 2 warns before it fails to parse
+                    warnings.simplefilter("ignore")
+                    settings[key] = ast.literal_eval(value.strip())
             except (ValueError, SyntaxError, RecursionError, MemoryError):
                 settings[key] = value.strip()
     return name.strip(), settings
@@ -109,7 +112,7 @@ def unknown_player(text: str, purpose: str = "play") -> ValueError:
     """The error for a spec that names no bot and no policy file, listing what ``purpose`` takes."""
     hint = " ('simple' is one bot: it plays engine states with act_states and observations with act)" \
         if parse_bot_spec(text)[0] == "simple_obs" else ""
-    return ValueError(f"unknown player {text!r}{hint}; expected {bot_help(purpose)}")
+    return ValueError(f"unknown player {shown(text)}{hint}; expected {bot_help(purpose)}")
 
 
 def player_label(spec: Any) -> str:
@@ -137,11 +140,11 @@ def make_player(spec: Any, *, seed: int | None = None, rules: str | RulesConfig 
             raise unknown_player(os.fspath(spec))
         for key, why in RESERVED_SETTINGS.items():
             if key in settings:
-                raise ValueError(f"player {os.fspath(spec)!r}: {key!r} cannot be set in a player spec; {why}")
+                raise ValueError(f"player {shown(os.fspath(spec))}: {key!r} cannot be set in a player spec; {why}")
         return bots[name](seed=seed, rules=config, **settings)
     if callable(spec):
         return spec(seed)
-    raise ValueError(f"cannot make a player from {spec!r}; expected {FORMS}")
+    raise ValueError(f"cannot make a player from {shown(spec)}; expected {FORMS}")
 
 
 def check_player(spec: Any, rules: str | RulesConfig | None = None, *, purpose: str = "play") -> None:
@@ -156,24 +159,24 @@ def check_player(spec: Any, rules: str | RulesConfig | None = None, *, purpose: 
     if is_policy_object(spec) or (callable(spec) and not isinstance(spec, (str, os.PathLike))):
         return
     if not isinstance(spec, (str, os.PathLike)) or not isinstance(os.fspath(spec), str):
-        raise ValueError(f"cannot make a player from {spec!r}; expected {FORMS}")
+        raise ValueError(f"cannot make a player from {shown(spec)}; expected {FORMS}")
     text = os.fspath(spec)
     if not is_policy_file(text) and parse_bot_spec(text)[0] not in _bots():
         raise unknown_player(text, purpose)
     if purpose != "play" and not is_policy_file(text):
         name, settings = parse_bot_spec(text)
         if name in _held_out():
-            raise ValueError(f"player {text!r}: the held-out bots ({', '.join(_held_out())}) are for evaluation "
+            raise ValueError(f"player {shown(text)}: the held-out bots ({', '.join(_held_out())}) are for evaluation "
                              f"only; no training stage plays them (allowed: {bot_help(purpose)})")
         for key in UNREPRODUCIBLE_SETTINGS:
             if key in settings:
-                raise ValueError(f"player {text!r}: a {key} makes play depend on the machine's speed, and training "
+                raise ValueError(f"player {shown(text)}: a {key} makes play depend on the machine's speed, and training "
                                  "must repeat for its seed; give a rollouts budget instead (e.g. search:rollouts=160)")
     config = rules if isinstance(rules, RulesConfig) else make_config(rules if rules is not None else "classic")
     try:
         make_player(text, seed=0, rules=config)
     except TypeError as error:  # a setting a constructor cannot take
-        raise ValueError(f"player {text!r}: {error}") from error
+        raise ValueError(f"player {shown(text)}: {error}") from error
 
 
 __all__ = [

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import reprlib
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -36,6 +38,19 @@ PolicyLoader = Callable[..., Any]  # loader(path, rules=RulesConfig) or loader(p
 
 _LOADERS: dict[str, PolicyLoader] = {}
 _LOADED: dict[tuple[str, Any], Any] = {}  # (path, rules) -> policy, once per process
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 80, 80, 3
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to about 80 characters: what a message echoes of a spec or path, so that a
+    huge one (a 200,000-character spec) cannot flood the message."""
+    try:
+        return _SHORT.repr(value)
+    except ValueError:  # an int too long for Python to turn into text
+        return f"an int of more than {sys.get_int_max_str_digits()} digits"
 
 
 class PolicyLoadError(ValueError):
@@ -94,7 +109,7 @@ def _suffix_of(path: str) -> str:
     for suffix in suffixes:
         if path.endswith(suffix):
             return suffix
-    raise PolicyLoadError(f"policy file {path!r} does not end in a policy-file suffix; allowed: {', '.join(suffixes)}")
+    raise PolicyLoadError(f"policy file {shown(path)} does not end in a policy-file suffix; allowed: {', '.join(suffixes)}")
 
 
 def loader_for(path: str) -> PolicyLoader:
@@ -104,12 +119,12 @@ def loader_for(path: str) -> PolicyLoader:
         return _LOADERS[suffix]
     point = _entry_points().get(suffix)
     if point is None:
-        raise PolicyLoadError(f"cannot load policy file {path!r}: no policy loader handles {suffix!r} files; {INSTALL_HINT}")
+        raise PolicyLoadError(f"cannot load policy file {shown(path)}: no policy loader handles {suffix!r} files; {INSTALL_HINT}")
     try:
         return point.load()
     except ImportError as error:
         raise PolicyLoadError(
-            f"cannot load policy file {path!r}: its loader {point.value} cannot be imported ({error}); {INSTALL_HINT}"
+            f"cannot load policy file {shown(path)}: its loader {point.value} cannot be imported ({error}); {INSTALL_HINT}"
         ) from error
 
 
@@ -131,21 +146,21 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
     if key in _LOADED:
         return _LOADED[key]
     if not os.path.exists(path):
-        raise FileNotFoundError(f"policy file {path!r} does not exist")
+        raise FileNotFoundError(f"policy file {shown(path)} does not exist")
     if not os.path.isfile(path):  # a folder, FIFO or device: a loader would fail on it, or block reading it
-        raise PolicyLoadError(f"policy file {path!r} is not a regular file")
+        raise PolicyLoadError(f"policy file {shown(path)} is not a regular file")
     loader = loader_for(path)
     try:
         policy = loader(path, rules=rules) if _takes_rules(loader) else loader(path)
     except PolicyLoadError:
         raise
     except ImportError as error:  # the loader's own dependencies (torch) are not installed
-        raise PolicyLoadError(f"cannot load policy file {path!r}: {type(error).__name__}: {error}; {INSTALL_HINT}") from error
+        raise PolicyLoadError(f"cannot load policy file {shown(path)}: {type(error).__name__}: {error}; {INSTALL_HINT}") from error
     except Exception as error:  # noqa: BLE001 - whatever a loader raises on a bad file, the CLIs report it
         text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
-        raise PolicyLoadError(text if path in text else f"cannot load policy file {path!r}: {text}") from error
+        raise PolicyLoadError(text if path in text else f"cannot load policy file {shown(path)}: {text}") from error
     if not hasattr(policy, "act"):
-        raise PolicyLoadError(f"the loader for {path!r} returned {type(policy).__name__}, which has no act(observation)")
+        raise PolicyLoadError(f"the loader for {shown(path)} returned {type(policy).__name__}, which has no act(observation)")
     _LOADED[key] = policy
     return policy
 

@@ -139,3 +139,18 @@ def test_a_policy_path_that_is_no_policy_file_is_a_one_line_error_and_never_open
             check_player(str(path))
     assert play_main(["--opponent", f"search:policy={text}"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_spec_errors_echo_a_shortened_spec_and_parsing_prints_no_warnings(recwarn):
+    """Issue 52, 13: a 200,000-character spec made a 200 KB message; ``1if 1else 2`` printed
+    SyntaxWarnings from ast.literal_eval before the error."""
+    big = "x" * 200_000
+    for spec in (f"nobody{big}", f"search:{big}", f"search:{big}=1", f"simple:seed={big}",
+                 f"search:rollouts=1,rollouts={big}", f"{big}.pt", f"search:policy={big}.pt"):
+        with pytest.raises((ValueError, FileNotFoundError)) as error:
+            check_player(spec)
+        assert len(str(error.value)) < 1000 and "..." in str(error.value)
+    with pytest.raises(ValueError, match="rollouts='1if 1else 2' is not allowed"):
+        check_player("search:rollouts=1if 1else 2")
+    assert parse_bot_spec("search:rollouts=1if 1else 2") == ("search", {"rollouts": "1if 1else 2"})
+    assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]

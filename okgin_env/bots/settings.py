@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..policy_loaders import shown
 from ..rules.config import PRESETS, RulesConfig
 
 COMMON_SETTINGS = "seed (a non-negative int or None), rules (a preset name or a RulesConfig)"
@@ -41,9 +42,9 @@ def unknown_settings_error(bot: str, unknown: list[str], allowed: list[str], all
     for name in unknown:
         close = difflib.get_close_matches(name, allowed, n=1)
         if close:
-            hints.append(f"{name!r}: did you mean {close[0]!r}?")
+            hints.append(f"{shown(name)}: did you mean {close[0]!r}?")
     hint = f" ({'; '.join(hints)})" if hints else ""
-    return ValueError(f"unknown setting(s) {sorted(unknown)} for bot {bot!r}{hint}; its settings: {allowed_text}")
+    return ValueError(f"unknown setting(s) {shown(sorted(unknown))} for bot {bot!r}{hint}; its settings: {allowed_text}")
 
 
 def _setting(default: Any, kind: type, *, low: float | None = None, above: float | None = None,
