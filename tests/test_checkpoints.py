@@ -135,6 +135,28 @@ def test_bad_weights_are_refused(tmp_path, shipped_payload, edit, message):
     assert str(path) in str(error.value)
 
 
+class _RunsCode:
+    """Pickles as a call to print: a file that would run code when read."""
+
+    def __reduce__(self):
+        return (print, ("this ran",))
+
+
+def test_a_file_that_holds_code_is_refused_in_one_line_without_advice_to_run_it(tmp_path, capsys):
+    """Issue 52, 14: torch's 6-line refusal passed on its advice to load with weights_only=False."""
+    path = write(tmp_path, {"format": 1, "model": _RunsCode()}, "code.pt")
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(path)
+    message = str(error.value)
+    assert message == f"checkpoint {path} holds code (print), not only weights, and is refused: reading it would run that code"
+    assert capsys.readouterr().out == ""  # nothing ran
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"garbage data")
+    with pytest.raises(CheckpointError, match=r"junk.pt cannot be read \(corrupt or not a torch file\)") as error:
+        load_checkpoint(junk)
+    assert "\n" not in str(error.value) and "weights_only" not in str(error.value)
+
+
 def test_a_penalty_checkpoint_does_not_load_for_classic_play(tmp_path, shipped_payload):
     path = write(tmp_path, altered(shipped_payload, rules="penalty"), "penalty_2p.pt")
     with pytest.raises(CheckpointError, match=r"penalty_2p.pt was trained for rules='penalty', not 'classic'"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises several types for a damaged or unsafe file
-        raise CheckpointError(f"checkpoint {path} cannot be read (corrupt or not a torch file): {error}") from None
+        raise CheckpointError(_unreadable(path, error)) from None
     if not isinstance(payload, dict) or not is_int(payload.get("format")) or payload["format"] != CHECKPOINT_FORMAT \
             or "model" not in payload:
         raise CheckpointError(f"checkpoint {path} is not an okgin policy checkpoint (format {CHECKPOINT_FORMAT})")
@@ -144,6 +145,17 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
     _check_weights(path, payload["model"],
                    parameter_shapes(meta["observation_size"], meta["hidden"], meta.get("outlook_features", False)))
     return payload
+
+
+def _unreadable(path: Path, error: Exception) -> str:
+    """One line for a file torch.load(weights_only=True) refused: torch's own text is several lines
+    of advice, including to load with weights_only=False, which would run whatever code the file holds."""
+    text = str(error)
+    code = re.search(r"Unsupported global: GLOBAL (\S+)", text)
+    if code:
+        return f"checkpoint {path} holds code ({code.group(1)}), not only weights, and is refused: reading it would run that code"
+    reason = text.partition("WeightsUnpickler error:")[2].partition("Check the documentation")[0] or text
+    return f"checkpoint {path} cannot be read (corrupt or not a torch file): {' '.join(reason.split())}"
 
 
 def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
