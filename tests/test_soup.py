@@ -78,3 +78,25 @@ def test_the_shipped_3_player_file_is_the_average_of_the_shipped_files_it_names(
     average = average_checkpoints([source["path"] for source in sources])
     for name, tensor in shipped["model"].items():
         assert torch.equal(average["model"][name], tensor), name
+
+
+def test_files_of_one_network_compare_through_the_loaders_defaults(tmp_path):
+    """Issue 52, 8: okgin_classic_step2.pt has no outlook_features (made before the option), which
+    load_checkpoint reads as False; the soup refused it beside okgin_classic.pt ("None ... False")."""
+    out = tmp_path / "soup.pt"
+    assert cli(["--out", str(out), "checkpoints/okgin_classic.pt", "checkpoints/okgin_classic_step2.pt"]) == 0
+    assert load_checkpoint(out, rules="classic", num_players=2)["metadata"]["outlook_features"] is False
+
+
+def test_an_out_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, capsys):
+    """Issue 52, 9: a folder named x.pt, a path through a file, a link to nothing or a place that
+    cannot be written was a traceback (exit 1)."""
+    (tmp_path / "folder.pt").mkdir()
+    (tmp_path / "file").write_text("")
+    (tmp_path / "dangling.pt").symlink_to(tmp_path / "nowhere" / "x.pt")
+    for out, message in ((tmp_path / "folder.pt", "is a folder"), (tmp_path / "file" / "x.pt", "is not a folder"),
+                         (tmp_path / "dangling.pt", "is a link to nothing"), ("/proc/okgin_soup.pt", "cannot write")):
+        assert cli(["--out", str(out), PENALTY_3P, PENALTY_3P]) == 2, out
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "nowhere").exists()

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from okgin_env.output_folder import prepare_output_folder
 
 from .policy import CheckpointError, load_checkpoint, write_checkpoint
 
@@ -31,6 +34,9 @@ PROG = "python -m training.soup"
 #: Metadata that must agree for two files to share one table and one network (``load_checkpoint``
 #: checks each file's tensors against the shapes the last three give).
 SAME_METADATA = ("rules", "num_players", "observation_size", "hidden", "outlook_features")
+#: Metadata a file may lack, with the value ``load_checkpoint`` reads it as (files made before the
+#: option have no ``outlook_features``), so that two files of one network compare equal.
+LOADER_DEFAULTS = {"outlook_features": False}
 
 
 def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
@@ -41,7 +47,8 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
     first, first_path = payloads[0], paths[0]
     for path, payload in zip(paths[1:], payloads[1:]):
         for key in SAME_METADATA:
-            mine, theirs = first["metadata"].get(key), payload["metadata"].get(key)
+            default = LOADER_DEFAULTS.get(key)
+            mine, theirs = first["metadata"].get(key, default), payload["metadata"].get(key, default)
             if mine != theirs:
                 raise ValueError(f"{path} has {key} {theirs!r}, {first_path} has {mine!r}: only files of one "
                                  "table and one network can be averaged")
@@ -58,8 +65,17 @@ def main(argv: list[str] | None = None) -> Path:
     args = parser.parse_args(argv)
     if not args.out.endswith(".pt"):
         raise ValueError(f"--out {args.out!r}: a policy file's name ends in .pt")
+    if os.path.lexists(args.out) and not os.path.isfile(args.out):
+        what = "a folder" if os.path.isdir(args.out) else "a link to nothing" if not os.path.exists(args.out) \
+            else "not a regular file"
+        raise ValueError(f"--out {args.out!r} is {what}; give a policy file's path (ending in .pt)")
     payload = average_checkpoints(args.inputs)
-    write_checkpoint(args.out, payload)
+    # Probed once the inputs are known good, so that bad inputs create no folder.
+    prepare_output_folder(os.path.dirname(args.out) or ".", f"cannot write --out {args.out!r}")
+    try:
+        write_checkpoint(args.out, payload)
+    except OSError as error:  # e.g. the disk is full: nothing is left at --out (the write is atomic)
+        raise ValueError(f"cannot write --out {args.out!r}: {error.strerror or error}") from None
     load_checkpoint(args.out)  # what was written reads back and validates
     print(f"wrote {args.out}: the average of {len(args.inputs)} files")
     return Path(args.out)
