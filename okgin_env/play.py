@@ -42,6 +42,7 @@ import argparse
 import os
 import signal
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,13 +50,14 @@ from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
 from .policy_loaders import is_policy_file
-from .rules.config import PRESETS, check_seed, rule_options_of
+from .rules.config import PRESETS, RulesConfig, check_seed, rule_options_of
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
 from .rules.round import Phase, RoundState
 from .rules.showdown import RoundOutcome
 from .text import hand_order, hand_text, parse, sort_key
+from .text.describe import game_name, knock_limit_rule
 from .text import read_move as parse_move  # one reader of move words for the terminal and okgin_env.text
 
 HELP = """\
@@ -67,12 +69,24 @@ Moves:
   k TD / knock TD        knock, discarding TD face down (gin if the rest has no deadwood)
   g TD / gin TD          knock for gin (refused if the rest has deadwood)
   or a sentence, such as "draw from the stock" or "knock with 2C"
-  ? / help               this help;   q / quit   leave the game
-Rules in brief: melds are sets (3-4 of a rank) and runs (3+ in a suit, Ace low). After you take
-a card you may knock instead of discarding if your deadwood (unmelded points: A=1, face cards 10)
-is at most the knock limit, set by the first upcard (an Ace: gin only). You may not discard the
-card you just took from the pile. Knocker's deadwood below the defender's wins the difference;
-otherwise the defender undercuts (+10 bonus); gin scores 25 + the defender's deadwood."""
+  ? / help               this help;   q / quit   leave the game"""
+
+
+def help_text(config: RulesConfig) -> str:
+    """``HELP`` and the rules in brief, as ``config`` sets them (the knock limit, the taken card, scoring)."""
+    taken = ("You may discard the card you just took from the pile." if config.allow_discard_taken
+             else "You may not discard the card you just took from the pile.")
+    if config.penalty_scoring:
+        scoring = (f"Penalty points, lower is better: gin charges each other player their deadwood + "
+                   f"{config.gin_bonus}; a knock charges each their deadwood minus the knocker's; a player with "
+                   f"strictly less deadwood than the knocker undercuts, and the knocker pays {config.undercut_bonus} more.")
+    else:
+        scoring = ("Knocker's deadwood below the defender's wins the difference; otherwise the defender "
+                   f"undercuts (+{config.undercut_bonus} bonus); gin scores {config.gin_bonus} + the defender's deadwood.")
+    rules = (f"Rules in brief ({game_name(config)}): melds are sets (3-4 of a rank) and runs (3+ in a suit, "
+             "Ace low). After you take a card you may knock instead of discarding if your deadwood (unmelded "
+             f"points: A=1, face cards 10) is at most the knock limit: {knock_limit_rule(config)}. {taken} {scoring}")
+    return HELP + "\n" + textwrap.fill(rules, width=96)
 
 
 class QuitGame(Exception):
@@ -202,6 +216,7 @@ class Game:
         self.print(
             f"=== Round {self.round_number} === dealer: {self.name(state.dealer)}; "
             f"upcard {card_str(state.upcard)}: {limit_text(state.knock_limit)}"
+            f"{' (fixed for every round)' if self.env.config.knock_limit is not None else ''}"
         )
 
     # ------------------------------------------------------------------ the human's turn
@@ -250,7 +265,7 @@ class Game:
                 raise QuitGame from None
             kind, card = parse_move(line)
             if kind == "help":
-                self.print(HELP)
+                self.print(help_text(self.env.config))
                 continue
             if kind == "quit":
                 raise QuitGame
@@ -300,7 +315,7 @@ class Game:
             return DISCARD_BASE + card, ""
         if KNOCK_BASE + card not in state.legal_actions():
             left = deadwood(_cards(hand & ~(1 << card)))
-            limit = "gin only (Ace upcard)" if state.knock_limit == 0 else f"the knock limit is {state.knock_limit}"
+            limit = "gin only (knock limit 0)" if state.knock_limit == 0 else f"the knock limit is {state.knock_limit}"
             return None, f"knocking with {card_str(card)} leaves {left} deadwood; {limit}"
         left = deadwood(_cards(hand & ~(1 << card)))
         if kind == "gin" and left:

@@ -288,7 +288,7 @@ def test_describe_without_config_says_what_it_leaves_out_and_checks_a_given_conf
     env = gin_table()
     observation = env.observe("player_1")
     text = describe(observation)
-    assert "preset not given (classic or penalty)" in text and "were not given" in text
+    assert "preset not given (classic, standard or penalty)" in text and "were not given" in text
     assert "Gin: the knocker scores" not in text
     assert "Gin: the knocker scores 25 + the defender's deadwood" in describe(observation, config="classic")
     assert "Gin: the knocker scores 20 + " in describe(observation, config={"gin_bonus": 20})
@@ -504,3 +504,34 @@ def test_a_malformed_observation_gets_one_value_error_naming_the_part():
         for read in (describe, legal_move_names, lambda o: parse("draw", o), TextPolicy(lambda prompt: "pass").act):
             with pytest.raises(ValueError, match=words):
                 read(bad)
+
+
+def test_the_rules_text_states_a_fixed_knock_limit_and_the_presets():
+    """Issue 52, 7: under 'standard' or a fixed knock_limit the text said the upcard sets the limit
+    ("an Ace upcard means gin only"), then "Option knock_limit = 10"; without a config it named
+    only classic and penalty; okgin-play said "gin only (Ace upcard)" for any limit 0."""
+    for options, rule in (({"rules": "standard"}, "Knock limit: 10 in every round, whatever the upcard (the standard preset"),
+                          ({"knock_limit": 7}, "Knock limit: 7 in every round, whatever the upcard (option knock_limit"),
+                          ({"rules": "penalty", "knock_limit": 0}, "option knock_limit; not Oklahoma's upcard rule): gin only.")):
+        env = gin_table(**options)
+        text = describe(env.observe("player_1"), config=env.config)
+        assert rule in text and "Rules: Gin rummy, preset" in text and "Oklahoma Gin" not in text
+        assert "first upcard" not in text and "Option knock_limit" not in text and "Option undercut_bonus" not in text
+        assert "the upcard (the first face-up card) was TD (the knock limit is fixed, whatever the upcard);" in text
+    env = gin_table()
+    text = describe(env.observe("player_1"), config=env.config)
+    assert "Rules: Oklahoma Gin, preset 'classic'" in text and "was TD, so knock limit 10" in text
+    assert "Knock limit: the value of the round's first upcard; an Ace upcard means gin only (knock limit 0)." in text
+    text = describe(env.observe("player_1"))
+    assert "preset not given (classic, standard or penalty)" in text and "option knock_limit fixes it" in text
+    assert "was TD; knock limit 10" in text  # the limit, not where it came from
+    p0, p1 = "7H 8H AS 2S 3S 5D 5C 5H KC 2D", "5S 6S TS 3H 4C QH 8D QD JC KS"
+    lines = ["?", "t", "k KC", "q"]
+    output: list[str] = []
+    game = Game(opponent="simple", episode="round", deck=build_deck([p0, p1], "9H"), dealer=0, knock_limit=0,
+                input_fn=lambda prompt: lines.pop(0), print_fn=lambda *parts: output.append(" ".join(map(str, parts))))
+    game.run()
+    text = "\n".join(output)
+    assert "knocking with KC leaves 2 deadwood; gin only (knock limit 0)" in text and "Ace upcard" not in text
+    assert "0 in every round, whatever the upcard" in " ".join(text.split()) and "first upcard" not in text
+    assert "upcard 9H: gin only (fixed for every round)" in text

@@ -25,7 +25,7 @@ from ..rules.showdown import RoundOutcome
 _EXPLAINED = frozenset({
     "rules", "num_players", "gin_bonus", "undercut_bonus", "target_score", "ace_upcard_gin_only",
     "allow_discard_taken", "max_turns", "max_reshuffles", "spade_double", "box_bonus", "game_bonus",
-    "shutout_multiplier",
+    "shutout_multiplier", "knock_limit",
 })  # fmt: skip
 _PHASE_WORDS = {
     Phase.OFFER: "the upcard offer",
@@ -122,31 +122,49 @@ def _hand_size(num_players: int) -> int:
 # ----------------------------------------------------------------------------- the rules in words
 
 
+def game_name(rules: RulesConfig | None) -> str:
+    """What the table plays: Oklahoma Gin, where the upcard sets the knock limit, unless the rules
+    fix it (the standard preset, or option knock_limit): then plain gin rummy."""
+    if rules is None or rules.knock_limit is None:
+        return "Oklahoma Gin"
+    return "Gin rummy"
+
+
+def knock_limit_rule(rules: RulesConfig | None) -> str:
+    """How the knock limit is set under ``rules`` (None: not known), in words: the upcard's value
+    (Oklahoma, with what an Ace means) or the fixed limit in force."""
+    if rules is None:
+        return ("in Oklahoma Gin the value of the round's first upcard, an Ace meaning gin only (knock limit 0) "
+                "unless the table's option says otherwise; the standard preset or option knock_limit fixes it "
+                "for every round instead. This round's limit is given below")
+    limit = rules.knock_limit
+    if limit is None:
+        if rules.ace_upcard_gin_only:
+            return "the value of the round's first upcard; an Ace upcard means gin only (knock limit 0)"
+        return "the value of the round's first upcard; an Ace upcard allows knocking with 1 (option ace_upcard_gin_only is off)"
+    source = "the standard preset" if limit == make_config(rules.rules).knock_limit else "option knock_limit"
+    return f"{limit} in every round, whatever the upcard ({source}; not Oklahoma's upcard rule){': gin only' if limit == 0 else ''}"
+
+
 def rules_lines(rules: RulesConfig | None, num_players: int) -> list[str]:
     """The rules in force, in words (``rules`` None: what holds in every preset, and a note)."""
     n, size = num_players, _hand_size(num_players)
     lines = []
     if rules is None:
-        preset = "penalty (the only preset for 3-4 players)" if n > 2 else "not given (classic or penalty)"
+        preset = "penalty (the only preset for 3-4 players)" if n > 2 else "not given (classic, standard or penalty)"
         lines.append(
-            f"Rules: Oklahoma Gin, {n} players, {size} cards each; preset {preset}. The rule options are not "
+            f"Rules: {n} players, {size} cards each; preset {preset}. The rule options are not "
             "part of the observation and were not given (describe(observation, config=...) adds them): bonuses, "
             "scoring and the draw rules are not shown here; the knock limit and the target score below are."
         )
     else:
-        lines.append(f"Rules: Oklahoma Gin, preset {rules.rules!r}, {n} players, {size} cards each.")
+        lines.append(f"Rules: {game_name(rules)}, preset {rules.rules!r}, {n} players, {size} cards each.")
     lines.append(
         "Melds: a set is 3 or 4 cards of one rank; a run is 3 or more cards of one suit in sequence (Ace low: "
         "A-2-3 is a run, Q-K-A is not). Card values: Ace 1, 2-10 their number, J Q K 10. Deadwood: the total "
         "value of the cards in no meld, for the arrangement that makes it least."
     )
-    if rules is None:
-        ace = "an Ace upcard means gin only (knock limit 0) unless the table's option says otherwise"
-    elif rules.ace_upcard_gin_only:
-        ace = "an Ace upcard means gin only (knock limit 0)"
-    else:
-        ace = "an Ace upcard allows knocking with 1 (option ace_upcard_gin_only is off)"
-    lines.append(f"Knock limit: the value of the round's first upcard; {ace}.")
+    lines.append(f"Knock limit: {knock_limit_rule(rules)}.")
     taken = ""
     if rules is not None:
         taken = (
@@ -201,7 +219,7 @@ def rules_lines(rules: RulesConfig | None, num_players: int) -> list[str]:
         bonuses.append(f"the winner's final total is multiplied by {rules.shutout_multiplier} if the loser has 0 (shutout)")
     if bonuses:
         lines.append("When the match ends: " + "; ".join(bonuses) + ". The scores below do not include these.")
-    defaults = RulesConfig(rules=rules.rules, num_players=rules.num_players)
+    defaults = make_config(rules.rules, num_players=rules.num_players)  # the preset's own values are no options
     for f in fields(rules):
         if f.name not in _EXPLAINED and getattr(rules, f.name) != getattr(defaults, f.name):
             lines.append(f"Option {f.name} = {getattr(rules, f.name)!r}.")
@@ -225,12 +243,12 @@ def describe(observation: Mapping, config: Any = None) -> str:
         raise ValueError(
             f"config has target_score {rules.target_score}, the observation {seen.target_score}: another table's rules"
         )
-    lines = ["== Oklahoma Gin: what you know =="]
+    lines = [f"== {game_name(rules)}: what you know =="]
     lines += rules_lines(rules, seen.num_players)
     lines.append("")
     lines += _table_lines(seen, rules)
     lines.append("")
-    lines += _round_lines(seen)
+    lines += _round_lines(seen, rules)
     lines.append("")
     lines += _turn_lines(seen)
     return "\n".join(lines)
@@ -253,14 +271,20 @@ def _table_lines(seen: ObservationView, rules: RulesConfig | None) -> list[str]:
     return lines
 
 
-def _round_lines(seen: ObservationView) -> list[str]:
+def _round_lines(seen: ObservationView, rules: RulesConfig | None) -> list[str]:
     n, size = seen.num_players, _hand_size(seen.num_players)
     over = seen.phase is Phase.OVER
     limit = seen.knock_limit
     limit_text = "gin only (knock limit 0): you may knock only with deadwood 0" if limit == 0 else (
         f"knock limit {limit}: you may knock with deadwood {limit} or less"
     )
-    lines = [f"This round: the upcard (the first face-up card) was {card_str(seen.upcard)}, so {limit_text}."]
+    if rules is not None and rules.knock_limit is None:  # Oklahoma: the upcard set it
+        limit_text = f", so {limit_text}"
+    elif rules is not None:
+        limit_text = f" (the knock limit is fixed, whatever the upcard); {limit_text}"
+    else:  # the rules are not known: the observation gives the limit, not where it came from
+        limit_text = f"; {limit_text}"
+    lines = [f"This round: the upcard (the first face-up card) was {card_str(seen.upcard)}{limit_text}."]
     pile = from_mask(seen.discard_pile)
     if seen.discard_top >= 0:
         rest = [c for c in pile if c != seen.discard_top]
