@@ -887,23 +887,99 @@ def test_the_command_serves_the_page_on_loopback(tmp_path, record_file):
         process.wait(timeout=30)
 
 
-def test_record_games_appends_every_finished_match_as_a_replayable_record(tmp_path):
+def play_a_match(store: GameStore) -> WebGame:
+    """A match of ``store`` played to its end by ``simple`` in the person's seat."""
     from okgin_env.bots import SimpleBot
+
+    me = SimpleBot(seed=1)
+    game = store.create()
+    while not game.match_over:
+        if game.showdown is not None:
+            game.next_round()
+            continue
+        game.move(me.act(game.env.observe(game.human)))
+    return game
+
+
+def test_record_games_appends_every_finished_match_as_a_replayable_record(tmp_path):
     from okgin_env.records import replay
 
     path = tmp_path / "played" / "games.jsonl"
     store = GameStore("simple", seed=5, target_score=20, record_games=str(path))
     assert path.parent.is_dir() and not path.exists()  # made at start, written at a match's end
-    me = SimpleBot(seed=1)
     for match in range(2):
-        game = store.create()
-        while not game.match_over:
-            if game.showdown is not None:
-                game.next_round()
-                continue
-            game.move(me.act(game.env.observe(game.human)))
+        play_a_match(store)
+        assert store.flush_records(timeout=30) == 0  # written by a background thread
         assert len(read_record_file(str(path))) == match + 1
     records = read_record_file(str(path))
     for record in records:
         assert record.finished and record.players[0] == "human" and max(record.scores) >= 20
         replay(record)  # every move of every round replays in the rules core
+
+
+def test_a_fifo_as_the_record_file_is_refused_at_start(tmp_path):
+    """Issue 52, 4: a FIFO nobody reads froze the server (the first finished match blocked in
+    open(), holding the lock)."""
+    import os
+
+    fifo = tmp_path / "games.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        GameStore("simple", record_games=str(fifo))
+    assert server.main(["--record-games", str(fifo), "--port", "0"]) == 2
+
+
+def test_a_record_file_that_takes_no_writes_never_holds_up_a_request(tmp_path, monkeypatch):
+    """Issue 52, 4: a write that hangs (a stalled disk) delays only the record, written by a
+    background thread; the games and the server go on."""
+    stalled, release = threading.Event(), threading.Event()
+
+    def stuck_write(*_args, **_kwargs):
+        stalled.set()
+        release.wait(60)
+        return 1
+
+    monkeypatch.setattr("okgin_env.records.write_records", stuck_write)
+    store = GameStore("simple", seed=5, target_score=20, record_games=str(tmp_path / "games.jsonl"))
+    played = threading.Thread(target=lambda: [play_a_match(store), play_a_match(store)], daemon=True)
+    try:
+        played.start()
+        played.join(timeout=60)
+        assert not played.is_alive(), "a request waited on the record file"
+        assert stalled.is_set() and store.flush_records(timeout=0.1) == 2  # the records wait, not the games
+        client = server.create_app(store).test_client()
+        assert client.get("/api/info").status_code == 200
+    finally:
+        release.set()
+    assert store.flush_records(timeout=30) == 0
+
+
+def test_record_writers_on_one_file_lose_no_record(tmp_path):
+    """Issue 52, 5: two servers appending to one --record-games file lost records (each append
+    copied the file and renamed the copy over it); appends are O_APPEND under flock now."""
+    from okgin_env.records import write_records
+
+    record = play_a_match(GameStore("simple", seed=5, target_score=20)).record()
+    path = tmp_path / "games.jsonl"
+    writes = 12
+
+    def write_many():  # as each server's record writer does
+        for _ in range(writes):
+            write_records(path, [record], append=True)
+
+    threads = [threading.Thread(target=write_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(read_record_file(str(path))) == len(threads) * writes
+
+
+def test_a_dangling_link_as_the_record_file_is_refused_at_start(tmp_path):
+    """Issue 52, 6: a link to a file in a missing folder passed the start-up check, then every
+    match was lost."""
+    link = tmp_path / "games.jsonl"
+    link.symlink_to(tmp_path / "gone" / "games.jsonl")
+    with pytest.raises(ValueError, match=r"is a link to .*gone/games\.jsonl', which does not exist"):
+        GameStore("simple", record_games=str(link))
+    assert not (tmp_path / "gone").exists()

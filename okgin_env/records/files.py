@@ -2,7 +2,8 @@
 
 One game per line of JSON (docs/records.md). Reading refuses anything that is not a record file
 with a ValueError naming the file and line, never reading without end; writing is all or nothing
-(the lines go to a file beside the target, renamed over it once complete).
+(the lines go to a file beside the target, renamed over it once complete; appended lines are cut
+back off if the write fails).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import functools
 import json
 import os
 import secrets
-import shutil
 import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +26,11 @@ from ..output_folder import prepare_output_folder
 from ..rules.config import RulesConfig
 from ..rules.round import RoundState
 from .checks import FORMAT, MAX_DEPTH, VERSION, checked_fields, copy_json
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: appends there are not locked against other writers
+    fcntl = None
 
 #: The ``RoundOutcome`` fields a written round keeps (a record may give any of ``to_dict``'s).
 OUTCOME_FIELDS = ("kind", "knocker", "winner", "points", "deadwood", "knock_card")
@@ -127,15 +132,22 @@ def game_record(
     )
 
 
-def check_record_path(path: str | os.PathLike) -> str:
+def check_record_path(path: str | os.PathLike, *, regular: bool = False) -> str:
     """A ValueError now (before any game) if a record file cannot be written at ``path``; creates
-    its folder if missing (as ``okgin-eval --out`` does)."""
+    its folder if missing (as ``okgin-eval --out`` does). ``regular``: refuse a device or a pipe
+    too (a server must not block on a FIFO nobody reads)."""
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     if not os.path.basename(path):
         raise ValueError(f"cannot write game records to {path!r}: give a file name")
     if os.path.isdir(path):
         raise ValueError(f"cannot write game records to {path!r}: it is a folder")
+    if os.path.islink(path) and not os.path.exists(path):  # written through, every record would be lost
+        raise ValueError(f"cannot write game records to {path!r}: it is a link to {os.path.realpath(path)!r}, "
+                         "which does not exist; give the file itself")
+    if regular and os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"cannot write game records to {path!r}: it is not a regular file (a pipe or a device); "
+                         "give a file path")
     prepare_output_folder(folder, f"cannot write game records to {path!r}")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise ValueError(f"cannot write game records to {path!r}: the file is not writable")
@@ -149,7 +161,8 @@ def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mappin
 
     The file is replaced at once (written beside it, then renamed), so that a failed write (a full
     disk) leaves the file as it was and raises an ``OSError`` naming the path; a device or a pipe
-    (``/dev/stdout``) is written to directly."""
+    (``/dev/stdout``) is written to directly. ``append`` adds the lines under a lock on the file,
+    so that writers in several threads or processes each add theirs whole and none is lost."""
     lines = []
     for index, record in enumerate(records):
         try:  # parsing copies, so the line is what was checked
@@ -177,6 +190,9 @@ def _write_whole(path: str, data: bytes, append: bool) -> None:
         with open(target, "ab" if append else "wb") as file:
             file.write(data)
         return
+    if append:
+        _append(target, data)
+        return
     folder, name = os.path.split(target)
     temporary = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # O_EXCL: never another's file; mode 0o666 less the umask, as open() would create the file.
@@ -185,9 +201,6 @@ def _write_whole(path: str, data: bytes, append: bool) -> None:
         with open(handle, "wb") as file:
             if existing is not None:
                 os.chmod(temporary, stat.S_IMODE(existing.st_mode))
-                if append:
-                    with open(target, "rb") as old:
-                        shutil.copyfileobj(old, file)
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
@@ -196,6 +209,28 @@ def _write_whole(path: str, data: bytes, append: bool) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _append(path: str, data: bytes) -> None:
+    """``data`` after the end of the regular file ``path`` (made if missing): O_APPEND under an
+    exclusive ``flock``, never a copy renamed over the file, which would drop lines another writer
+    appended meanwhile. A failed write is cut back off, leaving the file as it was."""
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
+        size = os.fstat(handle).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(handle, view):]
+            os.fsync(handle)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(handle, size)
+            raise
+    finally:
+        os.close(handle)
 
 
 def _json_number(value: Any) -> Any:

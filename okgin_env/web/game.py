@@ -24,12 +24,17 @@ Past ``max_games`` a game is dropped to make room, least recently used first amo
 playing (never moved in, or over); a match in progress goes only when every kept game is one, so
 that a burst of new sessions (a script, a page opened many times) cannot push out a match that a
 person is playing while idle ones remain.
+
+With ``record_games`` every match played to its end is appended to that file by one background
+thread: a slow or stuck file (a full network disk) delays only the records, never a request.
 """
 
 from __future__ import annotations
 
+import queue
 import reprlib
 import secrets
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -45,6 +50,9 @@ from ..rules.round import RoundState
 from . import payload
 
 DEFAULT_MAX_GAMES = 64
+#: Finished matches waiting for the record writer; past this many (a file that takes no writes)
+#: a match is reported and not recorded, so that memory stays bounded.
+MAX_PENDING_RECORDS = 1000
 _SHORT = reprlib.Repr()
 _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 3
 
@@ -285,6 +293,10 @@ def _names(legal: list[int]) -> str:
     return ", ".join(f"{a} ({action_str(a)})" for a in legal) or "none"
 
 
+def _record_error(path: str | None, error: Any) -> None:
+    print(f"okgin-web: error: cannot record the match in {path}: {error}", file=sys.stderr, flush=True)
+
+
 class GameStore:
     """Many games at once, each under a random session id (``create``, ``get``).
 
@@ -324,9 +336,13 @@ class GameStore:
         self._games: OrderedDict[str, WebGame] = OrderedDict()
         self._lock = threading.Lock()
         self._created = 0
-        # okgin-web --record-games: every match played to its end is appended to this file.
-        self.record_games = None if record_games is None else check_record_path(record_games)
-        self._record_lock = threading.Lock()
+        # okgin-web --record-games: every match played to its end is appended to this file (a
+        # regular one: opening a FIFO nobody reads would block the writer for ever).
+        self.record_games = None if record_games is None else check_record_path(record_games, regular=True)
+        self._records: queue.Queue = queue.Queue(MAX_PENDING_RECORDS)
+        self._records_pending = 0  # queued or being written; under _records_done
+        self._records_done = threading.Condition()
+        self._record_writer: threading.Thread | None = None
 
     def create(self, opponent: str | None = None) -> WebGame:
         if opponent is None:
@@ -349,17 +365,43 @@ class GameStore:
         return game
 
     def _write_record(self, game: WebGame) -> None:
-        """Append ``game``'s finished match to ``record_games`` (a failed write is reported on
-        stderr in one line; the game goes on)."""
-        import sys
+        """Queue ``game``'s finished match for the record writer (started on the first); the
+        request goes on at once. A match that cannot be recorded is reported on stderr in one line."""
+        try:
+            record = game.record()  # now: the game may be played on after this request
+        except ValueError as error:
+            _record_error(self.record_games, error)
+            return
+        with self._records_done:
+            if self._record_writer is None:
+                self._record_writer = threading.Thread(target=self._record_loop, name="okgin-web records", daemon=True)
+                self._record_writer.start()
+            try:
+                self._records.put_nowait(record)
+            except queue.Full:
+                _record_error(self.record_games, f"{MAX_PENDING_RECORDS} matches are waiting: the file takes no writes")
+                return
+            self._records_pending += 1
 
+    def _record_loop(self) -> None:
         from ..records import write_records
 
-        try:
-            with self._record_lock:
-                write_records(self.record_games, [game.record()], append=True)
-        except (OSError, ValueError) as error:
-            print(f"okgin-web: error: cannot record the match in {self.record_games}: {error}", file=sys.stderr, flush=True)
+        while True:
+            record = self._records.get()
+            try:
+                write_records(self.record_games, [record], append=True)
+            except (OSError, ValueError) as error:
+                _record_error(self.record_games, error)
+            finally:
+                with self._records_done:
+                    self._records_pending -= 1
+                    self._records_done.notify_all()
+
+    def flush_records(self, timeout: float | None = None) -> int:
+        """Wait until every finished match is written (at most ``timeout`` seconds); how many are not."""
+        with self._records_done:
+            self._records_done.wait_for(lambda: self._records_pending == 0, timeout)
+            return self._records_pending
 
     def _game_to_drop(self, keep: str) -> str:
         """The least recently used game that is not a match in progress, else the least recently

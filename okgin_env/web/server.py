@@ -388,6 +388,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         pass
     finally:
         server.close()
+    if games.record_games is not None and (unwritten := games.flush_records(timeout=10)):
+        print(f"okgin-web: error: {unwritten} finished match(es) not recorded in {games.record_games}: the file "
+              "took no writes for 10 s", file=sys.stderr, flush=True)
     print("okgin-web: stopped", flush=True)
     return 0
 
