@@ -154,3 +154,14 @@ def test_spec_errors_echo_a_shortened_spec_and_parsing_prints_no_warnings(recwar
         check_player("search:rollouts=1if 1else 2")
     assert parse_bot_spec("search:rollouts=1if 1else 2") == ("search", {"rollouts": "1if 1else 2"})
     assert not [w for w in recwarn if issubclass(w.category, SyntaxWarning)]
+
+
+def test_training_flags_echo_a_shortened_spec():
+    """Issue 52, 13: --opponent-pool, --bc-teacher, --teacher and --policy name the spec once, shortened."""
+    pytest.importorskip("torch")
+    from training.league import check_training_player
+
+    for spec in ("nobody" + "x" * 200_000, "simple:seed=" + "1" * 200_000):
+        with pytest.raises(ValueError, match=r"^--teacher 'nobodyx+\.\.\.x+'|^--teacher 'simple:seed=1+\.\.\.1+': 'seed'") as error:
+            check_training_player(spec, "--teacher", make_config("classic"))
+        assert len(str(error.value)) < 1000

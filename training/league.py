@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from okgin_env.players import check_player
+from okgin_env.policy_loaders import shown
 from okgin_env.rules.config import make_config
 
 from .model import PolicyValueNet
@@ -43,7 +44,7 @@ def check_training_player(spec: str, flag: str, config, purpose: str = "teach") 
     try:
         check_player(spec, config, purpose=purpose)
     except (ValueError, OSError) as error:  # (the flag names the spec: not twice)
-        raise ValueError(f"{flag} {spec!r}: {str(error).removeprefix(f'player {spec!r}: ')}") from None
+        raise ValueError(f"{flag} {shown(spec)}: {str(error).removeprefix(f'player {shown(spec)}: ')}") from None
 
 
 def parse_pool(text: str, config=None) -> dict[str, float]:
