@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from okgin_env.features import (
     ACTION_KINDS,
+    GIN_COLUMN,
     MAX_LEGAL_ACTIONS,
     NUM_ACTION_FEATURES,
     NUM_CONTEXT_FEATURES,
@@ -30,6 +31,7 @@ from okgin_env.features import (
 
 __all__ = [
     "ACTION_KINDS",
+    "GIN_COLUMN",
     "MAX_LEGAL_ACTIONS",
     "NUM_ACTION_FEATURES",
     "NUM_CONTEXT_FEATURES",

@@ -59,12 +59,13 @@ import torch
 from tqdm import tqdm
 
 from okgin_env.observation import layout_for
+from okgin_env.rules.actions import KNOCK_BASE, TAKE_DISCARD
 from okgin_env.players import make_player
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 from okgin_env.vector import VectorGymEnv
 
 from .cli import RunOptions, check_settings, make_run_dir, parse_settings, seed_everything, setting
-from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
+from .features import GIN_COLUMN, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
 from .manifest import check_same_settings, write_manifest
 from .model import PolicyValueNet
@@ -127,6 +128,9 @@ class TrainConfig:
                           "the network's inputs, simple and the network on one device; auto: CUDA when available, "
                           "else the CPU; empty: the numpy engine on the host, as the shipped recipes",
                           choices=("", "auto", "cpu", "cuda"))
+    episode: str = setting("match", "what one training game is: match (rounds to the preset's target score, so the score "
+                           "inputs are realistic; the shipped recipes') or round (one hand, dealt afresh: OpenSpiel's "
+                           "and RLCard's episode, for a hand player)", choices=("match", "round"))
     round_reward: str = setting("points", "what a round pays the learner: points (its zero-sum round points / "
                                 "Hyperparameters.reward_scale, the shipped recipes') or win (+1 a round won, -1 lost, "
                                 "0 drawn: single hands won, whatever their points)", choices=("points", "win"))
@@ -294,6 +298,23 @@ def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
     return float("nan") if variance == 0 else 1.0 - float((target - predicted).var(correction=0)) / variance
 
 
+def behaviour(rollout: Rollout) -> dict[str, float]:
+    """What the learner did over one rollout, per round that ended in it: hands won, knocks and
+    gins (``hands_won``, ``knock_rate``, ``gin_rate``), and the share of the upcards it could take
+    that it took (``upcard_take_rate``)."""
+    slot = rollout.actions[..., None]
+    taken = rollout.action_ids.gather(-1, slot).squeeze(-1)
+    taken_features = rollout.action_features.gather(
+        2, slot[..., None].expand(-1, -1, 1, rollout.action_features.shape[-1])).squeeze(2)
+    knocks = taken >= KNOCK_BASE
+    could_take = ((rollout.action_ids == TAKE_DISCARD) & rollout.legal).any(-1)
+    rounds = max(1, rollout.rounds)
+    return {"hands_won": float(((rollout.rewards > 0) & (rollout.round_ends > 0)).sum()) / rounds,
+            "knock_rate": float(knocks.sum()) / rounds,
+            "gin_rate": float((knocks & (taken_features[..., GIN_COLUMN] == 1)).sum()) / rounds,
+            "upcard_take_rate": float((taken == TAKE_DISCARD).sum()) / max(1, int(could_take.sum()))}
+
+
 # ----------------------------------------------------------------------------- update
 
 INPUTS = ("observations", "contexts", "action_features", "action_ids", "legal")  # the policy's, in order
@@ -391,13 +412,13 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     snapshots = SnapshotPool([i for i, name in enumerate(table_opponents) if name == SELF], config.seed)
     if config.device:  # the tensor engine: tables, inputs, simple and the network on one device
         tables = TensorTables(config.num_tables, device=device, learner_seat="alternate", rules=config.rules,
-                              episode="match", reward="points")
+                              episode=config.episode, reward="points")
         tables.reset(seed=int(table_rng.integers(2**31)))
         observations = masks = None
     else:
         tables = VectorGymEnv(config.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
                               learner_seat="alternate", rules=config.rules, num_players=rules.num_players,
-                              episode="match", reward="points")
+                              episode=config.episode, reward="points")
         observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
         masks = infos["action_mask"]
     rollout = Rollout.allocate(hyper.rollout_length, config.num_tables, observation_size, model.num_action_features,
@@ -425,7 +446,8 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 if config.round_reward == "win":  # a round pays the sign of its points: single hands won
                     rollout.rewards.sign_()
                 advantages, returns = compute_advantages(rollout, next_value, hyper.gae_lambda)
-                stats = update_networks(model, optimizer, rollout, advantages, returns, phase, hyper)
+                stats = {**update_networks(model, optimizer, rollout, advantages, returns, phase, hyper),
+                         **behaviour(rollout)}
                 progress.update += 1
                 progress.decisions += decisions_per_update
                 if phase == "ppo":

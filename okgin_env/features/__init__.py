@@ -59,6 +59,7 @@ from __future__ import annotations
 from .facts import facts_of_state
 from .network import (
     ACTION_KINDS,
+    GIN_COLUMN,
     MAX_LEGAL_ACTIONS,
     NUM_ACTION_FEATURES,
     NUM_CONTEXT_FEATURES,
@@ -91,6 +92,7 @@ from .planes import (
 
 __all__ = [
     "ACTION_KINDS",
+    "GIN_COLUMN",
     "DEADWOOD_SCALE",
     "FEATURE_NUMBERS",
     "FEATURE_PARTS",

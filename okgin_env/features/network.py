@@ -24,6 +24,7 @@ ACTION_KINDS = 5  # draw stock, take discard, pass, discard, knock
 NUM_ACTION_FEATURES = ACTION_KINDS + 12
 NUM_CONTEXT_FEATURES = 6
 MAX_LEGAL_ACTIONS = 24  # at most 11 discards + 11 knocks in a discard phase; 2 elsewhere
+GIN_COLUMN = ACTION_KINDS + 8  # a discard or knock row's "leaves no deadwood" column (a knock there is gin)
 
 
 def _card_features(facts: _Facts, card: int, hand_after: int) -> list[float]:

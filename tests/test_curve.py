@@ -1,0 +1,64 @@
+"""The learning-curve benchmark (training.curve) and the learner's behaviour statistics."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from okgin_env.rules.actions import DRAW_STOCK, KNOCK_BASE, TAKE_DISCARD  # noqa: E402
+from training.curve import CurveConfig, cli, milestones_of, run_curve  # noqa: E402
+from training.features import GIN_COLUMN, NUM_ACTION_FEATURES  # noqa: E402
+from training.train import Rollout, behaviour  # noqa: E402
+
+pytestmark = pytest.mark.long
+
+
+def test_the_curve_trains_measures_each_milestone_plots_and_resumes(tmp_path: Path, capsys):
+    config = CurveConfig(milestones="0.001 0.002", hands=20, num_tables=4, bc_updates=1, device="cpu")
+    result = run_curve(config, tmp_path / "curve")
+    rows = list(csv.DictReader(open(tmp_path / "curve" / "curve.csv")))
+    assert [int(row["decisions"]) for row in rows] == [1024, 2048]  # whole updates of 4 tables x 64 steps
+    for row in rows:
+        assert int(row["hands"]) == 20 and 0 <= int(row["hands_won"]) <= 20
+        assert float(row["ci_low"]) <= float(row["win_rate"]) <= float(row["ci_high"])
+        assert float(row["train_wall_s"]) > 0 and (tmp_path / "curve" / row["policy"]).is_file()
+    assert (tmp_path / "curve" / "curve.png").stat().st_size > 0 and result["stopped_by"] is None
+    assert "warm start: 1 updates imitating simple" in capsys.readouterr().out
+    # Extending the milestones resumes: the measured rows stay, training continues from last.pt.
+    extended = CurveConfig(milestones="0.001 0.002 0.003", hands=20, num_tables=4, bc_updates=1, device="cpu")
+    run_curve(extended, tmp_path / "curve", resume=True)
+    again = list(csv.DictReader(open(tmp_path / "curve" / "curve.csv")))
+    assert again[:2] == rows and int(again[2]["decisions"]) == 3072
+    # Without --resume an existing curve is refused, with one line and exit 2.
+    assert cli(["--run-dir", str(tmp_path / "curve"), "--milestones", "0.001", "--no-progress"]) == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("milestones", ["", "1 0.5", "x", "0", "1 1"])
+def test_bad_milestones_are_refused_with_one_line(milestones: str, tmp_path: Path, capsys):
+    with pytest.raises(ValueError):
+        milestones_of(CurveConfig(milestones=milestones))
+    assert cli(["--run-dir", str(tmp_path / "c"), "--milestones", milestones]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_behaviour_counts_knocks_gins_hands_and_upcards_taken():
+    rollout = Rollout.allocate(2, 2, observation_size=8)
+    rollout.legal[..., :2] = True
+    rollout.action_ids[0, 0, :2] = torch.tensor([DRAW_STOCK, TAKE_DISCARD])  # took the upcard
+    rollout.actions[0, 0] = 1
+    rollout.action_ids[0, 1, :2] = torch.tensor([DRAW_STOCK, TAKE_DISCARD])  # drew from the stock
+    rollout.action_ids[1, 0, :2] = torch.tensor([KNOCK_BASE + 5, KNOCK_BASE + 6])  # a gin knock
+    rollout.action_features[1, 0, 1, GIN_COLUMN] = 1.0
+    rollout.actions[1, 0] = 1
+    rollout.action_ids[1, 1, :2] = torch.tensor([KNOCK_BASE + 5, KNOCK_BASE + 6])  # a knock, not gin
+    rollout.action_features[1, 1, 1, GIN_COLUMN] = 1.0  # (the slot not chosen)
+    rollout.round_ends[1] = 1.0
+    rollout.rewards[1] = torch.tensor([1.0, -1.0])
+    rollout.rounds = 2
+    assert rollout.action_features.shape[-1] == NUM_ACTION_FEATURES
+    assert behaviour(rollout) == {"hands_won": 0.5, "knock_rate": 1.0, "gin_rate": 0.5, "upcard_take_rate": 0.5}

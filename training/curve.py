@@ -1,0 +1,206 @@
+"""The learning-curve benchmark: a hand player trained from scratch, measured at fixed budgets.
+
+``python -m training.curve --run-dir runs/curve`` trains one PPO run (``training.train``) under
+the ``standard`` preset (plain gin, knock at 10) against ``simple`` alone, one hand per episode
+paying +1 won, -1 lost, 0 drawn; its first ``--bc-updates`` updates imitate ``simple`` (the
+warm start, stated in every output). At each milestone (by default 0.5, 1, 2, 5, 10, 20 and 35
+million learner decisions) it stops training, measures the greedy policy on ``--hands`` fresh
+single hands against ``simple`` (mirrored deals, each from both seats; seed ``--eval-seed``,
+which training never uses; a 95% Wilson interval; a drawn hand is not won), then trains on.
+
+**Outputs** in ``--run-dir``: ``curve.csv`` (one row per milestone: decisions, hands, hands won,
+win rate and its interval, training wall time, evaluation time), ``curve.png`` (our points with
+their intervals beside the JAX PPO peer's published points) and the training run's own files in
+``train/`` (``last.pt``, ``progress.csv`` with the PPO diagnostics and behaviour per update,
+``tensorboard/``), and ``milestone_<decisions>.pt`` for each measured policy.
+
+**Resuming**: ``--resume`` continues where a stopped run left off (training from ``last.pt``,
+the milestones already measured kept); SIGINT/SIGTERM stop it cleanly (exit 130/143) with the
+command to continue printed. Re-running ``--resume`` with a larger ``--milestones`` list extends it.
+"""
+
+from __future__ import annotations
+
+import csv
+import shlex
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cli import make_run_dir, parse_settings, setting
+
+PROG = "python -m training.curve"
+
+# The peer: a public JAX PPO on OpenSpiel's gin (knock card 10) against its port of OpenSpiel's
+# simple bot, per-update training win rate (draws not won), as its README reports them.
+PEER_POINTS = ((0.5e6, 0.003), (5e6, 0.14), (10e6, 0.65), (20e6, 0.77), (35e6, 0.80))
+PEER_LABEL = "JAX PPO on OpenSpiel gin vs its Simple port (published)"
+CSV_FIELDS = ["decisions", "hands", "hands_won", "win_rate", "ci_low", "ci_high", "train_wall_s", "eval_wall_s",
+              "policy"]
+
+
+@dataclass(frozen=True)
+class CurveConfig:
+    """The curve's settings (the training settings not named here are ``training.train``'s defaults)."""
+
+    milestones: str = setting("0.5 1 2 5 10 20 35", "millions of learner decisions at which the policy is measured, "
+                              "ascending, separated by spaces")
+    hands: int = setting(2000, "single hands per measurement (mirrored: rounded up to an even number)", low=2)
+    eval_seed: int = setting(900_001, "seed of the measurement's deals (no training run uses it)", low=0)
+    seed: int = setting(1, "training seed", low=0)
+    bc_updates: int = setting(15, "first updates imitate simple (the warm start; 0: from random weights)", low=0)
+    num_tables: int = setting(128, "games stepped together", low=1)
+    device: str = setting("cpu", "the tensor engine on this torch device, or empty: the numpy engine on the host",
+                          choices=("", "auto", "cpu", "cuda"))
+
+
+def milestones_of(config: CurveConfig) -> list[int]:
+    """The milestones in decisions; a ``ValueError`` naming the bad entry."""
+    values = []
+    for word in config.milestones.split():
+        try:
+            value = float(word)
+        except ValueError:
+            raise ValueError(f"--milestones {word!r} is not a number; give millions of decisions, e.g. '0.5 1 2'") from None
+        if not 0 < value <= 1e4:
+            raise ValueError(f"--milestones {word!r}: each must be above 0 and at most 10000 (millions)")
+        values.append(round(value * 1e6))
+    if not values or values != sorted(set(values)):
+        raise ValueError(f"--milestones {config.milestones!r}: give one or more ascending values")
+    return values
+
+
+def train_config(config: CurveConfig, decisions: int):
+    """The ``training.train`` settings of the curve's run, trained up to ``decisions``."""
+    from .train import TrainConfig
+
+    return TrainConfig(seed=config.seed, rules="standard", total_decisions=decisions, num_tables=config.num_tables,
+                       bc_updates=config.bc_updates, opponent_pool="simple", device=config.device, episode="round",
+                       round_reward="win", eval_every=10**9, eval_matches=20)
+
+
+def measure(policy_path: Path, hands: int, seed: int) -> dict[str, float]:
+    """The greedy policy's single hands against ``simple``: hands, won, rate and 95% Wilson interval."""
+    from okgin_env.evaluate import evaluate
+
+    from .policy import load_policy
+
+    pair = evaluate({"policy": load_policy(policy_path, rules="standard"), "simple": "simple"}, matches=hands,
+                    episode="round", rules="standard", seed=seed, progress=False).pairs[0]
+    return {"hands": pair.rounds, "hands_won": pair.rounds_won_a, "win_rate": pair.round_win_rate_a,
+            "ci_low": pair.round_ci_low, "ci_high": pair.round_ci_high}
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def plot_curve(rows: list[dict[str, str]], out: Path, warm_start: str) -> Path:
+    """``curve.png``: our measured points with their intervals beside the peer's published ones."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7.5, 4.2))
+    if rows:
+        x = [int(row["decisions"]) / 1e6 for row in rows]
+        y = [float(row["win_rate"]) for row in rows]
+        below = [rate - float(row["ci_low"]) for rate, row in zip(y, rows)]
+        above = [float(row["ci_high"]) - rate for rate, row in zip(y, rows)]
+        axis.errorbar(x, y, yerr=[below, above], marker="o", capsize=3,
+                      label=f"okgin PPO vs simple, greedy, fresh mirrored hands ({warm_start})")
+    axis.plot([d / 1e6 for d, _ in PEER_POINTS], [r for _, r in PEER_POINTS], marker="s", linestyle="--",
+              color="tab:grey", label=PEER_LABEL)
+    axis.axhline(0.8, color="tab:red", linewidth=0.8, linestyle=":", label="target 80%")
+    axis.set_xscale("log")
+    axis.set_xlabel("learner decisions (millions)")
+    axis.set_ylabel("single hands won")
+    axis.set_ylim(0, 1)
+    axis.set_title("Standard gin, single hands against simple")
+    axis.legend(loc="lower right", fontsize=8)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    return out
+
+
+def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, progress_bar: bool = False,
+              command: str | None = PROG) -> dict:
+    """Train and measure to every milestone (see the module docstring); ``{"rows": ..., "stopped_by": ...}``."""
+    from .train import run
+
+    milestones = milestones_of(config)
+    root = make_run_dir(run_dir)
+    csv_path, train_dir = root / "curve.csv", root / "train"
+    if not resume and (csv_path.exists() or train_dir.exists()):
+        raise ValueError(f"--run-dir {root} already holds a curve; continue it with --resume or give another folder")
+    warm_start = f"warm start: {config.bc_updates} updates imitating simple" if config.bc_updates else "no warm start"
+    rows = read_rows(csv_path)
+    done = {int(row["decisions"]) for row in rows}
+    if not csv_path.exists():
+        with open(csv_path, "w", newline="") as handle:
+            csv.DictWriter(handle, CSV_FIELDS).writeheader()
+    print(f"learning curve in {root}: standard rules, simple, +1/-1/0 a hand, {warm_start}; milestones "
+          f"{', '.join(f'{m / 1e6:g}M' for m in milestones)}", flush=True)
+    stopped = None
+    for milestone in milestones:
+        summary = run(train_config(config, milestone), train_dir, resume=True, progress_bar=progress_bar, command=None)
+        stopped = summary["stopped_by"]
+        if stopped:
+            break
+        decisions = summary["decisions"]  # whole updates: at or just past the milestone
+        if any(d >= milestone for d in done):  # measured before a stop
+            continue
+        kept = root / f"milestone_{decisions}.pt"
+        shutil.copyfile(train_dir / "last.pt", kept)
+        began = time.time()
+        result = measure(kept, config.hands, config.eval_seed)
+        row = {"decisions": decisions, **result, "train_wall_s": summary["elapsed_s"],
+               "eval_wall_s": round(time.time() - began, 1), "policy": kept.name}
+        with open(csv_path, "a", newline="") as handle:
+            csv.DictWriter(handle, CSV_FIELDS).writerow(row)
+        rows.append({key: str(value) for key, value in row.items()})
+        done.add(decisions)
+        print(f"{decisions / 1e6:.2f}M decisions: {100 * result['win_rate']:.1f}% "
+              f"[{100 * result['ci_low']:.1f}, {100 * result['ci_high']:.1f}] of {result['hands']} hands won "
+              f"(training {summary['elapsed_s'] / 60:.1f} min)", flush=True)
+        plot_curve(rows, root / "curve.png", warm_start)
+    plot_curve(rows, root / "curve.png", warm_start)
+    if stopped and command:
+        print(f"stopped by {stopped}; continue with:\n  {command} --resume", file=sys.stderr, flush=True)
+    return {"rows": rows, "stopped_by": stopped}
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m training.curve``: exit 2 with one line on bad settings, 128 + the signal when stopped."""
+    from .cli import RunOptions
+
+    arguments = sys.argv[1:] if argv is None else argv
+    try:
+        config, options = parse_settings((CurveConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG,
+                                         run_dir="runs/curve")
+        kept = [a for a in arguments if a not in ("--resume", "--no-resume")]
+        result = run_curve(config, options.run_dir, resume=options.resume, progress_bar=options.progress,
+                           command=shlex.join([*PROG.split(), *kept]))
+    except ValueError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    stopped = result["stopped_by"]
+    return 128 + signal.Signals[stopped].value if stopped else 0
+
+
+__all__ = ["CSV_FIELDS", "CurveConfig", "PEER_POINTS", "cli", "measure", "milestones_of", "plot_curve", "run_curve"]
+
+if __name__ == "__main__":
+    sys.exit(cli())
