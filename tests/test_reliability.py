@@ -5,8 +5,12 @@ Gymnasium's env checker and finite observation bounds, and the README's reproduc
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 import warnings
 
@@ -506,3 +510,192 @@ def test_the_readme_snippet_reproduces_and_prints_the_final_scores():
     assert f"It prints `{runs[0].strip()}`" in readme  # the result the README shows is the real one
     scores = eval(runs[0])  # noqa: S307 - our own printed dict
     assert set(scores) == {"player_0", "player_1"} and max(scores.values()) >= 100
+
+
+# ----------------------------------------------------------------------------- issue 52: stopping training
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_POLICY = ROOT / "checkpoints" / "okgin_classic.pt"
+
+
+def _spawned_children(pid: int) -> list[int]:
+    """The ``multiprocessing`` spawn workers whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _started(*arguments: str, until: Path | None = None) -> subprocess.Popen:
+    """``python ARGUMENTS`` from the repository root in a process group of its own; with ``until``,
+    once that file exists (or the process ended, or after 5 minutes)."""
+    process = subprocess.Popen([sys.executable, *arguments], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while until is not None and not until.exists() and time.time() < deadline and process.poll() is None:
+        time.sleep(0.1)
+    return process
+
+
+def _ended(process: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """The process's ``(stdout, stderr)``; fails the test if it is still running after ``timeout``
+    seconds (a hang), killing its process group."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        pytest.fail(f"still running after {timeout} s (hung):\n{out}\n{err}")
+
+
+def _python(code: str, timeout: float) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter (one torch thread); fails the test if it hangs (``_ended``)."""
+    process = _started("-c", "import torch; torch.set_num_threads(1)\n" + code)
+    out, err = _ended(process, timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find the evaluation process")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_closing_the_evaluator_never_hangs_when_its_idle_process_was_killed(tmp_path, signum):
+    """Issue 52 #1: SIGTERM to the process group (timeout, scancel, systemd), the OOM killer or
+    kill -9 of the idle evaluation process; the trainer's close returns at once."""
+    candidate = tmp_path / "candidate.pt"
+    candidate.write_bytes(SHIPPED_POLICY.read_bytes())
+    done = _python(f"""
+import os, signal, time
+from pathlib import Path
+from okgin_env.rules.config import make_config
+from tests.test_reliability import _spawned_children
+from training.run import Evaluator
+evaluator = Evaluator(2, 1, make_config("classic"), 2)
+evaluator.submit(Path({str(candidate)!r}), 0)
+assert evaluator.collect(wait=True) is not None  # now the process waits for the next job
+for pid in _spawned_children(os.getpid()):
+    os.kill(pid, {int(signum)})
+time.sleep(1)
+started = time.time()
+evaluator.close()
+print(f"closed in {{time.time() - started:.1f}} s")
+""", timeout=90)
+    assert done.returncode == 0 and "closed in" in done.stdout, done.stderr
+    assert float(done.stdout.split()[2]) < 10
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find the evaluation process")
+def test_an_evaluation_whose_process_dies_is_dropped_and_the_next_one_runs(tmp_path, capsys):
+    """Issue 52 #1: the evaluation process killed during a job: collect(wait=True) returns
+    (nothing, with a warning) instead of waiting for a result that never comes."""
+    import torch
+
+    from okgin_env.rules.config import make_config
+    from training.run import Evaluator
+
+    torch.set_num_threads(1)
+    evaluator = Evaluator(2, 1, make_config("classic"), 2)
+    try:
+        candidate = tmp_path / "candidate_1.pt"
+        candidate.write_bytes(SHIPPED_POLICY.read_bytes())
+        evaluator.job = (100_000, 1, make_config("classic"), 2)  # long enough to be killed during it
+        evaluator.submit(candidate, 10)
+        time.sleep(1)
+        for pid in _spawned_children(os.getpid()):
+            os.kill(pid, signal.SIGKILL)
+        started = time.time()
+        assert evaluator.collect(wait=True, give_up=lambda: time.time() - started > 60) is None
+        assert time.time() - started < 30 and not evaluator.busy
+        assert "the evaluation process ended" in capsys.readouterr().err
+        evaluator.job = (2, 1, make_config("classic"), 2)
+        second = tmp_path / "candidate_2.pt"
+        second.write_bytes(SHIPPED_POLICY.read_bytes())
+        evaluator.submit(second, 20)
+        result, path, decisions = evaluator.collect(wait=True)
+        assert path == second and decisions == 20 and result["matches_vs_simple"] == 2
+    finally:
+        evaluator.close()
+
+
+@pytest.mark.long
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_sigterm_to_the_process_group_stops_training_and_saves_its_state(tmp_path):
+    """Issue 52 #1: ``kill -TERM -- -PGID`` (what timeout, scancel and systemd send) while the
+    evaluation process waits for work: exit 143 within seconds, summary written, resume printed."""
+    run_dir = tmp_path / "run"
+    # Once the first evaluation is done, its process waits for the next one.
+    process = _started("-m", "training.train", "--total-decisions", "10000000", "--num-tables", "4", "--bc-updates",
+                       "1", "--eval-every", "1000000", "--eval-matches", "2", "--run-dir", str(run_dir), "--no-progress",
+                       until=run_dir / "best.pt")
+    os.killpg(process.pid, signal.SIGTERM)
+    _, err = _ended(process, 60)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and "--resume" in err
+    assert json.loads((run_dir / "summary.json").read_text())["stopped_by"] == "SIGTERM"
+
+
+def _stopped_training(signal_name: str):
+    """A stand-in for ``training.train.run`` that was stopped by ``signal_name`` after 3 updates."""
+
+    def train(config, run_dir, *, resume, progress_bar, command):
+        return {"stopped_by": signal_name, "decisions": 768, "updates": 3, "elapsed_s": 2.0}
+
+    return train
+
+
+def _no_measurement(*_args, **_kwargs):
+    raise AssertionError("a stopped training must not be measured")
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_exploit_stopped_in_its_training_measures_nothing_and_exits_with_the_signal(tmp_path, monkeypatch,
+                                                                                    signal_name):
+    """Issue 52 #3: Ctrl-C or SIGTERM during okgin-exploit's training stops the command (no
+    measurement of the partly trained response, no exploit.json, exit 128 + the signal)."""
+    pytest.importorskip("torch")
+    import training.exploit as exploit
+
+    monkeypatch.setattr(exploit, "train", _stopped_training(signal_name))
+    monkeypatch.setattr(exploit, "evaluate", _no_measurement)
+    assert exploit.cli(["--policy", "simple", "--run-dir", str(tmp_path / "ex"), "--no-progress"]) == \
+        128 + signal.Signals[signal_name].value
+    assert not (tmp_path / "ex" / "exploit.json").exists()
+
+
+def test_exploit_stopped_in_its_measurement_says_how_to_continue(tmp_path, monkeypatch, capsys):
+    """Issue 52 #3: a signal during the measurement drops it: no exploit.json, the resume command."""
+    pytest.importorskip("torch")
+    import training.exploit as exploit
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exploit, "train", lambda *args, **kwargs: {**_stopped_training("")(*args, **kwargs),
+                                                                     "stopped_by": None})
+    monkeypatch.setattr(exploit, "evaluate", interrupted)
+    argv = ["--policy", "simple", "--run-dir", str(tmp_path / "ex"), "--no-progress"]
+    assert exploit.cli(argv) == 128 + signal.SIGINT
+    err = capsys.readouterr().err
+    assert "stopped by SIGINT; nothing measured" in err and f"--run-dir {tmp_path / 'ex'} --no-progress --resume" in err
+    assert "Traceback" not in err and not (tmp_path / "ex" / "exploit.json").exists()
+
+
+@pytest.mark.long
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_sigterm_during_exploit_training_stops_it_with_143_and_the_resume_command(tmp_path):
+    """Issue 52 #1 and #3: okgin-exploit's training stopped by SIGTERM to its process group: exit
+    143 within seconds, the best response's last.pt kept, no measurement, how to continue."""
+    run_dir = tmp_path / "ex"
+    process = _started("-m", "training.exploit", "--policy", "simple", "--decisions", "10000000", "--num-tables", "4",
+                       "--matches", "2", "--run-dir", str(run_dir), "--no-progress",
+                       until=run_dir / "best_response" / "last.pt")
+    os.killpg(process.pid, signal.SIGTERM)
+    _, err = _ended(process, 60)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "best_response/last.pt holds update" in err and "nothing saved" not in err
+    assert "python -m training.exploit --policy simple --decisions 10000000" in err and "--resume" in err
+    assert not (run_dir / "exploit.json").exists()

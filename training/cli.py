@@ -13,6 +13,8 @@ import argparse
 import dataclasses
 import math
 import random
+import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -130,6 +132,13 @@ class RunOptions:
     progress: bool = setting(True, "show progress bars")
 
 
+def command_line(prog: str, argv: list[str] | None) -> str:
+    """The command that started a run (``argv``, by default ``sys.argv[1:]``) without ``--resume``:
+    with `` --resume`` added, how a stopped run is continued."""
+    given = [a for a in (sys.argv[1:] if argv is None else argv) if a not in ("--resume", "--no-resume")]
+    return shlex.join([*prog.split(), *given])
+
+
 def make_run_dir(path: str | Path, flag: str = "--run-dir") -> Path:
     """``path`` made a folder (with its parents); a ``ValueError`` in one line when it cannot be
     (a file in the way, no permission, a device), before anything else is written."""
@@ -157,4 +166,4 @@ def seed_everything(seed: int, torch_threads: int) -> None:
     torch.set_num_threads(torch_threads)
 
 
-__all__ = ["RunOptions", "check_settings", "flag_of", "make_run_dir", "parse_settings", "seed_everything", "setting"]
+__all__ = ["RunOptions", "check_settings", "command_line", "flag_of", "make_run_dir", "parse_settings", "seed_everything", "setting"]

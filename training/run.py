@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import csv
 import multiprocessing as mp
+import os
 import signal
 import sys
 import threading
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +22,10 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from okgin_env.rules.config import RulesConfig
+from okgin_env.signals import signals_ignored
 
 from .policy import load_checkpoint, write_checkpoint
+from .workers import exit_with_parent
 
 
 # ----------------------------------------------------------------------------- evaluation (second process)
@@ -49,51 +55,108 @@ def evaluate_checkpoint(path: str, matches: int, seed: int, config: RulesConfig,
     return results
 
 
-def _ignore_interrupts() -> None:
-    """Evaluator processes leave Ctrl-C to the trainer, which stops them (no traceback of theirs)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _serve(connection: Connection, parent: int) -> None:
+    """The evaluation process: evaluate each job it receives and send back ``(True, result)`` or
+    ``(False, exception)``, until the trainer closes the connection or is gone. It ignores
+    SIGINT and SIGTERM (from the spawn on): the trainer decides when it stops, and kills it."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
+    exit_with_parent(parent)
+    while True:
+        try:
+            job = connection.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply: tuple[bool, Any] = (True, evaluate_checkpoint(*job))
+        except Exception as error:  # raised again in the trainer, as the pool it replaces did
+            reply = (False, error)
+        connection.send(reply)
+
+
+def _stop_process(process: BaseProcess, connection: Connection) -> None:
+    """Kill the evaluation process and reap it, waiting a few seconds at most: it ignores SIGTERM
+    and holds nothing worth saving, and a process that dies holding no lock cannot block its parent."""
+    connection.close()
+    if process.is_alive():
+        process.kill()
+    process.join(timeout=5)
 
 
 class Evaluator:
-    """Evaluates one candidate checkpoint at a time in a second process (``evaluate_checkpoint``)."""
+    """Evaluates one candidate checkpoint at a time in a second process (``evaluate_checkpoint``).
+
+    One process and a pipe, no shared locks: whatever happens to the process (SIGTERM to the
+    process group, the OOM killer, ``kill -9``), ``collect`` and ``close`` return. An evaluation
+    whose process died is dropped with a warning, and the next ``submit`` starts a new process."""
 
     def __init__(self, matches: int, seed: int, config: RulesConfig, max_rounds: int):
         self.job = (matches, seed, config, max_rounds)
-        if threading.current_thread() is not threading.main_thread():
-            self.pool = mp.get_context("spawn").Pool(1, initializer=_ignore_interrupts)
-        else:  # the worker starts with Ctrl-C ignored, before its initializer runs too
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                self.pool = mp.get_context("spawn").Pool(1, initializer=_ignore_interrupts)
-            finally:
-                signal.signal(signal.SIGINT, previous)
-        self.pending: tuple[Any, Path, int] | None = None  # (async result, candidate, decisions at save)
+        self.process: BaseProcess | None = None
+        self.connection: Connection | None = None
+        self.pending: tuple[Path, int] | None = None  # (candidate, decisions at save)
+        self._start()
+
+    def _start(self) -> None:
+        context = mp.get_context("spawn")
+        self.connection, child_end = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child_end, os.getpid()), name="okgin-evaluation",
+                                       daemon=True)
+        with signals_ignored(signal.SIGINT, signal.SIGTERM):  # inherited: ignored before _serve runs too
+            self.process.start()
+        child_end.close()  # the process's death then reads as the end of the pipe here
+        # Before multiprocessing's exit handler, which would SIGTERM and then join it forever.
+        self._finalizer = Finalize(self, _stop_process, args=(self.process, self.connection), exitpriority=10)
 
     @property
     def busy(self) -> bool:
         return self.pending is not None
 
     def submit(self, candidate: Path, decisions: int) -> None:
-        self.pending = (self.pool.apply_async(evaluate_checkpoint, (str(candidate), *self.job)), candidate, decisions)
+        for attempt in range(2):
+            if self.process is None or not self.process.is_alive():
+                self.close()
+                self._start()
+            try:
+                self.connection.send((str(candidate), *self.job))
+                break
+            except OSError:  # it died just now: once more with a new process
+                if attempt:
+                    raise
+        self.pending = (candidate, decisions)
 
     def collect(self, wait: bool = False, give_up=lambda: False) -> tuple[dict[str, float], Path, int] | None:
         """The finished evaluation ``(result, candidate, decisions)``, if any; ``wait``: until it
-        finishes or ``give_up()`` turns true."""
+        finishes or ``give_up()`` turns true. None too when the process died during it."""
         if self.pending is None:
             return None
-        job, candidate, decisions = self.pending
-        while wait and not job.ready() and not give_up():
-            job.wait(0.2)
-        if not job.ready():
+        candidate, decisions = self.pending
+        while not self.connection.poll(0.2 if wait else 0):
+            if not self.process.is_alive():
+                break
+            if not wait or give_up():
+                return None
+        try:
+            ok, value = self.connection.recv()
+        except (EOFError, OSError):
+            tqdm.write(f"the evaluation process ended (exit code {self.process.exitcode}) while it evaluated "
+                       f"{candidate.name}; that evaluation is dropped, the next one starts a new process",
+                       file=sys.stderr)
+            self.pending = None
+            candidate.unlink(missing_ok=True)
+            self.close()
             return None
         self.pending = None
-        return job.get(), candidate, decisions
+        if not ok:
+            raise value
+        return value, candidate, decisions
 
     def close(self) -> None:
-        """Stop the process (a pending job is dropped) and wait for it to exit."""
-        self.pool.terminate()
-        self.pool.join()
+        """Stop the process (a pending job is dropped) and reap it; never blocks more than a few seconds."""
         self.pending = None
+        if self.process is not None:
+            self._finalizer()  # _stop_process, once
+            self.process = None
 
 
 # ----------------------------------------------------------------------------- the run's files, its log, stopping
@@ -144,12 +207,16 @@ def format_evaluation(result: dict[str, float]) -> str:
             + (f"; {draws} matches undecided after --eval-max-rounds" if draws else ""))
 
 
+BEHAVIOUR = ("hands_won", "knock_rate", "gin_rate", "upcard_take_rate")  # training.train.behaviour's, per update
+
+
 class RunLog:
     """TensorBoard, ``progress.csv`` and the evaluations (which keep ``best.pt``) of one run."""
 
     CSV_FIELDS = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "entropy",
                   "approx_kl", "clipfrac", "explained_variance", "train_points_per_round",
-                  "win_rate_vs_simple", "win_rate_vs_random", "points_per_round_vs_simple"]
+                  "win_rate_vs_simple", "win_rate_vs_random", "points_per_round_vs_simple",
+                  *BEHAVIOUR]
 
     def __init__(self, files: RunFiles, fresh: bool):
         self.files = files
@@ -168,7 +235,7 @@ class RunLog:
         """Log one update to TensorBoard; its CSV row (written by ``write``)."""
         step = progress.decisions
         for key, value in stats.items():
-            self.writer.add_scalar(f"losses/{key}", value, step)
+            self.writer.add_scalar(f"{'behaviour' if key in BEHAVIOUR else 'losses'}/{key}", value, step)
         self.writer.add_scalar("charts/train_points_per_round_vs_simple", train_points, step)
         self.writer.add_scalar("charts/decisions_per_second", step / max(progress.elapsed, 1e-9), step)
         self.writer.add_scalar("charts/learning_rate", learning_rate, step)

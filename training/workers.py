@@ -124,9 +124,9 @@ def run_jobs(function: Callable[[Job], Result], jobs: Iterable[Job], *, workers:
     return _run_on_ray(ray, function, jobs, workers, ray_address.strip(), progress, desc)
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Pool initializer: end this worker once the driver is gone. A driver killed by a signal never
-    runs the pool's cleanup, and its workers would otherwise go on labelling for nobody."""
+def exit_with_parent(parent: int) -> None:
+    """In a worker process: end it once its driver (process ``parent``) is gone. A driver killed by
+    a signal never runs its cleanup, and its workers would otherwise go on working for nobody."""
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -140,7 +140,7 @@ def _run_locally(function, jobs: list, workers: int, progress: bool, desc: str) 
     if not jobs:
         return
     with tqdm(total=len(jobs), disable=not progress, desc=desc) as bar, \
-            mp.get_context("spawn").Pool(min(workers, len(jobs)), initializer=_exit_with_parent,
+            mp.get_context("spawn").Pool(min(workers, len(jobs)), initializer=exit_with_parent,
                                          initargs=(os.getpid(),)) as pool:
         for result in pool.imap(function, jobs):
             bar.update()
