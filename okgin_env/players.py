@@ -7,7 +7,12 @@ A **player spec** is one of
   else text). The names are those of ``okgin_env.bots.BOTS``; ``seed`` and the rule options are
   not settings of a spec: the table gives every bot its own seed and its rules;
 * a **policy file**: a path ending in a policy-file suffix (``checkpoints/okgin_classic.pt``),
-  read by the loader registered for that suffix (``okgin_env.policy_loaders``);
+  read by the loader registered for that suffix (``okgin_env.policy_loaders``), or a shipped
+  policy by name, ``pretrained:classic`` (``okgin_env.pretrained``);
+* an **agent file**: ``my_agent.py:MyAgent``, a class, factory or policy object defined in a Python
+  file; a class or factory is called with ``seed=`` and ``rules=`` where its signature takes them
+  (with nothing else), and must give an object with ``act``. The file is imported once per process;
+  only the command lines name one, never a web page;
 * a **policy object**: anything with ``act(observation) -> int``, or a batch policy with
   ``act_batch(observations, masks)`` or ``act_states(round_states)``;
 * a **factory**: a callable ``factory(seed) -> policy`` (a class counts as one), for evaluation
@@ -32,11 +37,17 @@ arguments give the same labels and weights: a ``time_limit`` makes play depend o
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib.util
 import os
+import re
+import sys
 import warnings
+from types import ModuleType
 from typing import Any
 
-from .policy_loaders import is_policy_file, load_policy_file, shown
+from .policy_loaders import is_policy_file, load_policy_file, shown, takes_keyword
+from .pretrained import PREFIX, PRETRAINED
 from .rules.config import OPTION_NAMES, RulesConfig, make_config
 
 #: What a check is for (see the module docstring's table).
@@ -54,8 +65,13 @@ RESERVED_SETTINGS = {
 UNREPRODUCIBLE_SETTINGS = ("time_limit",)
 
 FORMS = ("a bot name with optional settings (search:rollouts=64), a policy file ending in .pt, "
+         f"{PREFIX}NAME, FILE.py:NAME, "
          "an object with act(observation), act_batch(observations, masks) or act_states(states), "
          "or a factory(seed) -> policy")
+
+#: ``my_agent.py:MyAgent``: a Python file, then the name of what it defines.
+AGENT_FILE = re.compile(r"(?P<path>.+\.py):(?P<name>[A-Za-z_]\w*)", re.S)
+_AGENT_MODULES: dict[str, ModuleType] = {}  # real path -> module, imported once per process
 
 
 def is_policy_object(spec: Any) -> bool:
@@ -105,14 +121,81 @@ def bot_help(purpose: str = "play") -> str:
     held_out = _held_out()
     usable = ", ".join(name for name in _bots() if name not in held_out)
     extra = f", the held-out {' and '.join(held_out)}" if purpose == "play" else ""
-    return f"{usable} (settings as search:rollouts=64){extra}, or a policy file ending in .pt"
+    return (f"{usable} (settings as search:rollouts=64){extra}, a policy file ending in .pt, a shipped policy "
+            f"{PREFIX}NAME ({', '.join(PRETRAINED)}), or your agent FILE.py:NAME (a class or factory in that file)")
 
 
 def unknown_player(text: str, purpose: str = "play") -> ValueError:
     """The error for a spec that names no bot and no policy file, listing what ``purpose`` takes."""
-    hint = " ('simple' is one bot: it plays engine states with act_states and observations with act)" \
-        if parse_bot_spec(text)[0] == "simple_obs" else ""
+    hint = ""
+    if parse_bot_spec(text)[0] == "simple_obs":
+        hint = " ('simple' is one bot: it plays engine states with act_states and observations with act)"
+    elif text.endswith(".py"):
+        hint = " (an agent file needs the name of its class or factory: FILE.py:NAME)"
     return ValueError(f"unknown player {shown(text)}{hint}; expected {bot_help(purpose)}")
+
+
+def is_agent_file(spec: Any) -> bool:
+    """Whether ``spec`` is a string ``FILE.py:NAME`` (an agent defined in a Python file)."""
+    return isinstance(spec, str) and AGENT_FILE.fullmatch(spec) is not None
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+
+
+def _agent_module(path: str, text: str) -> ModuleType:
+    """The module of an agent file, imported once per process (a ValueError or FileNotFoundError naming it)."""
+    real = os.path.realpath(path)
+    if real in _AGENT_MODULES:
+        return _AGENT_MODULES[real]
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"player {shown(text)}: there is no file {shown(path)}")
+    if not os.path.isfile(path):  # a folder, FIFO or device: never opened
+        raise ValueError(f"player {shown(text)}: {shown(path)} is not a regular file")
+    name = "okgin_agent_" + hashlib.sha256(real.encode()).hexdigest()[:16]
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, real))
+    sys.modules[name] = module  # (dataclasses and pickling look a class's module up there)
+    folder = os.path.dirname(real)
+    if folder not in sys.path:  # its own imports of files beside it work, as under python my_agent.py
+        sys.path.append(folder)
+    try:
+        module.__spec__.loader.exec_module(module)
+    except (Exception, SystemExit) as error:  # whatever the file raises, the tools report in one line
+        del sys.modules[name]
+        raise ValueError(f"player {shown(text)}: importing {shown(path)} failed: {_first_line(error)}") from error
+    _AGENT_MODULES[real] = module
+    return module
+
+
+def _agent_from_file(text: str, seed: int | None, config: RulesConfig | None) -> Any:
+    """The policy ``FILE.py:NAME`` names: NAME itself if it has ``act``, else NAME(seed=, rules=)."""
+    match = AGENT_FILE.fullmatch(text)
+    path, name = match["path"], match["name"]
+    module = _agent_module(path, text)
+    if not hasattr(module, name):
+        defined = [key for key, value in vars(module).items()
+                   if not key.startswith("_") and callable(value) and getattr(value, "__module__", None) == module.__name__]
+        listed = f"; it defines {', '.join(defined)}" if defined else "; it defines no class or function"
+        raise ValueError(f"player {shown(text)}: {shown(path)} has no {name!r}{listed}")
+    target = getattr(module, name)
+    if is_policy_object(target):
+        return target
+    if not callable(target):
+        raise ValueError(f"player {shown(text)}: {name} is of type {type(target).__name__}, not a class, a factory or an "
+                         "object with act(observation)")
+    arguments = {key: value for key, value in (("seed", seed), ("rules", config if config is not None else make_config("classic")))
+                 if takes_keyword(target, key)}
+    try:
+        agent = target(**arguments)
+    except Exception as error:  # noqa: BLE001 - the user's constructor: one line, naming it
+        shown_args = ", ".join(f"{key}=..." for key in arguments)
+        raise ValueError(f"player {shown(text)}: {name}({shown_args}) failed: {_first_line(error)}") from error
+    if not is_policy_object(agent):
+        raise ValueError(f"player {shown(text)}: {name}() gave a {type(agent).__name__} object, which has no "
+                         "act(observation)")
+    return agent
 
 
 def player_label(spec: Any) -> str:
@@ -132,6 +215,8 @@ def make_player(spec: Any, *, seed: int | None = None, rules: str | RulesConfig 
         return spec
     if isinstance(spec, (str, os.PathLike)):
         config = rules if isinstance(rules, RulesConfig) else (make_config(rules) if rules is not None else None)
+        if is_agent_file(spec):
+            return _agent_from_file(os.fspath(spec), seed, config)
         if is_policy_file(spec):
             return load_policy_file(spec, rules=config)
         name, settings = parse_bot_spec(os.fspath(spec))
@@ -151,7 +236,7 @@ def check_player(spec: Any, rules: str | RulesConfig | None = None, *, purpose: 
     """A ValueError (FileNotFoundError for a missing file) unless ``spec`` can serve ``purpose``
     (``PURPOSES``) at a table of ``rules`` (default classic).
 
-    Bot specs and policy files are built once, so that a mistyped or ill-typed setting and a file
+    Bot specs, policy files and agent files are built once, so that a mistyped or ill-typed setting and a file
     made for other rules fail here, before any game; objects and factories are taken as they are.
     """
     if purpose not in PURPOSES:
@@ -161,9 +246,10 @@ def check_player(spec: Any, rules: str | RulesConfig | None = None, *, purpose: 
     if not isinstance(spec, (str, os.PathLike)) or not isinstance(os.fspath(spec), str):
         raise ValueError(f"cannot make a player from {shown(spec)}; expected {FORMS}")
     text = os.fspath(spec)
-    if not is_policy_file(text) and parse_bot_spec(text)[0] not in _bots():
+    own_code = is_policy_file(text) or is_agent_file(text)
+    if not own_code and parse_bot_spec(text)[0] not in _bots():
         raise unknown_player(text, purpose)
-    if purpose != "play" and not is_policy_file(text):
+    if purpose != "play" and not own_code:
         name, settings = parse_bot_spec(text)
         if name in _held_out():
             raise ValueError(f"player {shown(text)}: the held-out bots ({', '.join(_held_out())}) are for evaluation "
@@ -186,6 +272,7 @@ __all__ = [
     "RESERVED_SETTINGS",
     "bot_help",
     "check_player",
+    "is_agent_file",
     "is_policy_object",
     "make_player",
     "parse_bot_spec",

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from .pretrained import is_pretrained, pretrained_path
+
 ENTRY_POINT_GROUP = "okgin.policy_loaders"
 CHECKPOINT_SUFFIX = ".pt"  # always recognised as a policy file, so a missing loader gets a clear error
 INSTALL_HINT = "install the training extras: pip install -e '.[train]'"
@@ -97,6 +99,8 @@ def is_policy_file(spec: Any) -> bool:
     path = os.fspath(spec)
     if not isinstance(path, str):
         return False
+    if is_pretrained(path):  # pretrained:NAME, a shipped file (an unknown NAME is refused when it is loaded)
+        return True
     head, colon, rest = path.partition(":")
     if colon and head.isidentifier() and "=" in rest:  # a bot spec whose settings name a file: search:policy=x.pt
         return False
@@ -128,30 +132,40 @@ def loader_for(path: str) -> PolicyLoader:
         ) from error
 
 
-def _takes_rules(loader: PolicyLoader) -> bool:
+def takes_keyword(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` (or a class) takes the keyword argument ``name``; False where it has no
+    signature to read (some builtins): it is then called without it."""
     try:
-        parameters = inspect.signature(loader).parameters.values()
-    except (TypeError, ValueError):  # no signature to read (some builtins): call it with the path only
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
         return False
-    return any(p.name == "rules" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def policy_file_path(spec: str | os.PathLike) -> str:
+    """The file a policy-file spec names: ``pretrained:NAME``'s installed file (a ValueError listing
+    the names if NAME is unknown), else the path itself."""
+    path = os.fspath(spec)
+    return pretrained_path(path) if is_pretrained(path) else path
 
 
 def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
-    """The policy in ``path`` for games played by ``rules`` (a ``RulesConfig``; None: the file's own).
+    """The policy in ``path`` (or the shipped ``pretrained:NAME``) for games played by ``rules`` (a
+    ``RulesConfig``; None: the file's own).
 
     Loaded once per process and rules, then reused.
     """
-    path = os.fspath(path)
-    key = (path, rules)
+    key = (os.fspath(path), rules)
     if key in _LOADED:
         return _LOADED[key]
+    path = policy_file_path(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"policy file {shown(path)} does not exist")
     if not os.path.isfile(path):  # a folder, FIFO or device: a loader would fail on it, or block reading it
         raise PolicyLoadError(f"policy file {shown(path)} is not a regular file")
     loader = loader_for(path)
     try:
-        policy = loader(path, rules=rules) if _takes_rules(loader) else loader(path)
+        policy = loader(path, rules=rules) if takes_keyword(loader, "rules") else loader(path)
     except PolicyLoadError:
         raise
     except ImportError as error:  # the loader's own dependencies (torch) are not installed

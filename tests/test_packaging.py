@@ -81,3 +81,36 @@ def test_a_wheel_holds_no_top_level_training(tmp_path):
     assert "okgin_training/policy.py" in names and "okgin_env/rules/melds.py" in names
     assert {f"okgin_env/web/static/{page}" for page in ("index.html", "app.js", "style.css")} <= set(names)  # okgin-web
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
+    from okgin_env.pretrained import PRETRAINED  # pretrained:NAME: the four files, as files, and nothing more
+
+    shipped = {info.filename: info.file_size for info in zipfile.ZipFile(wheel).infolist() if info.filename.endswith(".pt")}
+    assert shipped == {f"okgin_env/pretrained/{file}": (ROOT / "checkpoints" / file).stat().st_size for file in PRETRAINED.values()}
+    assert wheel.stat().st_size < 5_000_000  # a few MB: the four policies and the code
+
+
+def test_the_package_links_to_the_shipped_policies():
+    """okgin_env/pretrained/ holds links to checkpoints/, so that the checkout keeps one copy of each
+    file (a new okgin_standard.pt replaces the file the link names) and a wheel holds the files."""
+    from okgin_env.pretrained import PRETRAINED
+
+    folder = ROOT / "okgin_env" / "pretrained"
+    assert sorted(path.name for path in folder.glob("*.pt")) == sorted(PRETRAINED.values())
+    for file in PRETRAINED.values():
+        assert (folder / file).is_symlink() and (folder / file).resolve() == (ROOT / "checkpoints" / file).resolve()
+    readme = (ROOT / "checkpoints" / "README.md").read_text(encoding="utf-8")
+    assert all(f"`pretrained:{name}` | `{file}`" in readme for name, file in PRETRAINED.items())
+
+
+#: The largest file git may track outside checkpoints/ (the shipped policies and their history).
+MAX_TRACKED_BYTES = 2_000_000
+
+
+def test_no_large_file_is_tracked_outside_checkpoints():
+    """A stray wheel or data dump (a 10.6 MB ruff wheel was once committed at the root) fails CI."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    large = [f"{name} ({(ROOT / name).stat().st_size:,} bytes)" for name in listed.split("\0")
+             if name and not name.startswith("checkpoints/") and (ROOT / name).is_file()
+             and not (ROOT / name).is_symlink() and (ROOT / name).stat().st_size > MAX_TRACKED_BYTES]
+    assert not large, f"tracked files over {MAX_TRACKED_BYTES:,} bytes outside checkpoints/: {', '.join(large)}"

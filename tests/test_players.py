@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,113 @@ def test_training_flags_echo_a_shortened_spec():
         with pytest.raises(ValueError, match=r"^--teacher 'nobodyx+\.\.\.x+'|^--teacher 'simple:seed=1+\.\.\.1+': 'seed'") as error:
             check_training_player(spec, "--teacher", make_config("classic"))
         assert len(str(error.value)) < 1000
+
+
+# ----------------------------------------------------------------------------- issue 53: pretrained:NAME and FILE.py:NAME
+
+AGENT_FILE = '''
+from helper_beside_it import lowest  # a module beside the file imports, as under python my_agent.py
+
+
+class MyAgent:
+    def __init__(self, seed=None, rules=None):
+        self.seed, self.rules = seed, rules
+
+    def act(self, observation):
+        return lowest(observation)
+
+
+def make():
+    return MyAgent(seed=-1)
+
+
+class NoAct:
+    pass
+
+
+ready = MyAgent(seed=-2)
+number = 3
+'''
+
+
+@pytest.fixture
+def agent_file(tmp_path):
+    (tmp_path / "helper_beside_it.py").write_text(
+        "import numpy as np\n\ndef lowest(observation):\n    return int(np.flatnonzero(observation['action_mask'])[0])\n")
+    path = tmp_path / "my_agent.py"
+    path.write_text(AGENT_FILE)
+    (tmp_path / "broken.py").write_text("raise RuntimeError('no\\nsecond line')\n")
+    return path
+
+
+def test_a_shipped_policy_by_name_loads_from_any_folder(tmp_path, monkeypatch):
+    from okgin_env.pretrained import PRETRAINED, pretrained_path
+
+    monkeypatch.chdir(tmp_path)  # no checkpoints/ here: the names resolve in the installed package
+    assert list(PRETRAINED) == ["classic", "standard", "penalty-3p", "penalty-4p"]
+    for name in PRETRAINED:
+        assert Path(pretrained_path(f"pretrained:{name}")).is_file()
+    pair = evaluate({"a": "pretrained:classic", "b": "random"}, matches=2, seed=3, episode="round").pair("a", "b")
+    assert pair.games == 2
+    check_player("pretrained:penalty-3p", make_config("penalty", num_players=3))
+    GymEnv(opponents="search:rollouts=4,policy=pretrained:classic", episode="round").reset(seed=1)
+    with pytest.raises(ValueError) as error:
+        check_player("pretrained:clasic")
+    assert str(error.value) == ("unknown pretrained policy 'clasic'; allowed: pretrained:classic, pretrained:standard, "
+                                "pretrained:penalty-3p, pretrained:penalty-4p")
+    pytest.importorskip("torch")
+    import okgin_training
+
+    assert okgin_training.load_policy("pretrained:standard", rules="standard").act is not None
+    with pytest.raises(ValueError, match="unknown pretrained policy 'nobody'; allowed: pretrained:classic"):
+        okgin_training.load_policy("pretrained:nobody")
+
+
+def test_an_agent_from_a_python_file_plays_in_every_tool(agent_file, monkeypatch, capsys):
+    from okgin_env.eval_cli import main as eval_main
+    from okgin_env.play import Game
+    from okgin_env.web.game import GameStore
+    from okgin_env.web.server import create_app
+
+    monkeypatch.chdir(agent_file.parent)
+    agent = make_player("my_agent.py:MyAgent", seed=5, rules="penalty")
+    assert agent.seed == 5 and agent.rules.rules == "penalty"  # a class gets seed= and rules= where it takes them
+    assert make_player("my_agent.py:make", seed=5).seed == -1  # a factory without parameters: called with none
+    assert make_player("my_agent.py:ready").seed == -2  # an object with act: taken as it is
+    assert make_player(f"{agent_file}:MyAgent") is not agent  # an absolute path; one instance per player
+    assert eval_main(["my_agent.py:MyAgent", "simple", "--matches", "2", "--episode", "round", "--no-progress",
+                      "--workers", "2"]) == 0
+    assert "my_agent.py:MyAgent vs simple" in capsys.readouterr().out
+    game = Game("my_agent.py:make", seed=1, episode="round", input_fn=lambda _prompt: "q", print_fn=lambda *_: None)
+    assert game.run()["finished"] is False
+    GymEnv(opponents="my_agent.py:MyAgent", episode="round").reset(seed=1)
+    client = create_app(GameStore("my_agent.py:MyAgent", seed=1)).test_client()
+    assert client.post("/api/games", json={}).status_code == 201
+    refused = client.post("/api/games", json={"opponent": "my_agent.py:make"})  # a page never names a file
+    assert refused.status_code == 400 and "unknown opponent" in refused.get_json()["error"]
+
+
+def test_an_agent_file_that_cannot_serve_is_a_one_line_error(agent_file, monkeypatch, capsys):
+    from okgin_env.eval_cli import main as eval_main
+    from okgin_env.play import main as play_main
+    from okgin_env.web.server import main as web_main
+
+    monkeypatch.chdir(agent_file.parent)
+    for spec, message in (
+        ("missing.py:MyAgent", "player 'missing.py:MyAgent': there is no file 'missing.py'"),
+        ("my_agent.py:Nobody", "player 'my_agent.py:Nobody': 'my_agent.py' has no 'Nobody'; it defines MyAgent, make, "
+                               "NoAct"),
+        ("my_agent.py:number", "player 'my_agent.py:number': number is of type int, not a class, a factory or an object "
+                               "with act(observation)"),
+        ("my_agent.py:NoAct", "player 'my_agent.py:NoAct': NoAct() gave a NoAct object, which has no act(observation)"),
+        ("broken.py:MyAgent", "player 'broken.py:MyAgent': importing 'broken.py' failed: RuntimeError: no"),
+        ("my_agent.py", "unknown player 'my_agent.py' (an agent file needs the name of its class or factory: FILE.py:NAME)"),
+    ):
+        with pytest.raises((ValueError, FileNotFoundError)) as error:
+            check_player(spec)
+        assert str(error.value).startswith(message), str(error.value)
+        for main, argv in ((eval_main, [spec, "simple"]), (play_main, ["--opponent", spec]),
+                           (web_main, ["--opponent", spec, "--port", "0"])):
+            assert main(argv) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and message in err, err

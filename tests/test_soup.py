@@ -65,7 +65,7 @@ def test_files_of_other_tables_or_networks_are_refused(tmp_path, capsys):
 
 
 def test_the_shipped_3_player_file_is_the_average_of_the_shipped_files_it_names():
-    """``okgin_penalty_3p.pt`` lists its inputs (``averaged_from``): they are shipped, have the bytes
+    """``okgin_penalty_3p.pt`` lists its inputs (``averaged_from``): they are kept, have the bytes
     recorded, and their average is its weights, tensor for tensor."""
     import hashlib
     from pathlib import Path
@@ -73,9 +73,11 @@ def test_the_shipped_3_player_file_is_the_average_of_the_shipped_files_it_names(
     shipped = load_checkpoint(PENALTY_3P, rules="penalty", num_players=3)
     sources = shipped["metadata"]["averaged_from"]
     assert len(sources) == 4
-    for source in sources:
-        assert hashlib.sha256(Path(source["path"]).read_bytes()).hexdigest() == source["sha256"], source["path"]
-    average = average_checkpoints([source["path"] for source in sources])
+    # The file records its inputs' paths of the time (checkpoints/...); they now lie in checkpoints/history/.
+    paths = [Path("checkpoints/history") / Path(source["path"]).name for source in sources]
+    for path, source in zip(paths, sources):
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == source["sha256"], path
+    average = average_checkpoints(paths)
     for name, tensor in shipped["model"].items():
         assert torch.equal(average["model"][name], tensor), name
 
@@ -84,7 +86,7 @@ def test_files_of_one_network_compare_through_the_loaders_defaults(tmp_path):
     """Issue 52, 8: okgin_classic_step2.pt has no outlook_features (made before the option), which
     load_checkpoint reads as False; the soup refused it beside okgin_classic.pt ("None ... False")."""
     out = tmp_path / "soup.pt"
-    assert cli(["--out", str(out), "checkpoints/okgin_classic.pt", "checkpoints/okgin_classic_step2.pt"]) == 0
+    assert cli(["--out", str(out), "checkpoints/okgin_classic.pt", "checkpoints/history/okgin_classic_step2.pt"]) == 0
     assert load_checkpoint(out, rules="classic", num_players=2)["metadata"]["outlook_features"] is False
 
 

@@ -8,7 +8,8 @@ policy files, so ``okgin_env.evaluate``, ``okgin-eval`` and ``okgin-play`` accep
 
 
 def load_policy(path, greedy=True, seed=None, threads=1, *, rules="classic", num_players=None):
-    """A policy with ``act(observation) -> int`` from a checkpoint (see ``policy.load_policy``).
+    """A policy with ``act(observation) -> int`` from a checkpoint (see ``policy.load_policy``):
+    a path, or a shipped policy by name, ``load_policy("pretrained:classic")``.
 
     ``rules`` (a preset name or a ``RulesConfig``) and ``num_players``: what it will play
     (default: classic, two players); a file trained for anything else raises ``CheckpointError``.

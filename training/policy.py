@@ -26,6 +26,7 @@ import torch
 from okgin_env.features import decision_features_of_facts, facts_of_state
 from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
 from okgin_env.observation import view as observation_view
+from okgin_env.policy_loaders import policy_file_path
 from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import PRESETS, RulesConfig, is_int, make_config
 from okgin_env.rules.round import Phase
@@ -112,13 +113,17 @@ def expected_rules(rules: str | RulesConfig | None, num_players: int | None) -> 
 
 
 def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, num_players: int | None = None) -> dict[str, Any]:
-    """Read and check a checkpoint (see the module docstring); its payload dict.
+    """Read and check a checkpoint (see the module docstring); its payload dict. ``path`` may
+    name a shipped policy: ``pretrained:classic`` (``okgin_env.pretrained``).
 
     ``rules`` (a preset name or a ``RulesConfig``) and ``num_players``: what the caller plays; a
     file made for anything else is refused. ``None``: not checked.
     """
     want_rules, want_players = expected_rules(rules, num_players)
-    path = Path(path)
+    try:
+        path = Path(policy_file_path(path))  # pretrained:NAME: the shipped file
+    except ValueError as error:  # an unknown name
+        raise CheckpointError(str(error)) from None
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
@@ -394,7 +399,8 @@ def load_policy(
     rules: str | RulesConfig | None = "classic",
     num_players: int | None = None,
 ) -> NetworkPolicy:
-    """A policy object with ``act(observation) -> int`` from a checkpoint file.
+    """A policy object with ``act(observation) -> int`` from a checkpoint file, or from a shipped
+    policy by name (``"pretrained:classic"``, ``okgin_env.pretrained``).
 
     ``rules`` and ``num_players``: what the policy will play (default: classic, two players, as
     ``okgin_env.env()``); a file trained for other rules or another player count raises
