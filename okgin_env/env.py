@@ -218,6 +218,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return self.action_spaces[agent]
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Deal a new episode: every agent back in play, rewards 0, ``agent_selection`` the seat to act.
+
+        ``seed`` (None or a non-negative int) fixes the deals; None continues the env's generator
+        (a fresh one on the first reset). ``options``: ``{"deck": [...], "dealer": s}`` deals the
+        first round from an exact deck (card ids or names, top first) and/or dealer; unknown keys
+        warn. Returns None (PettingZoo AEC): read the first observation with ``last()``.
+        """
         seed = check_seed(seed)
         options = check_reset_options(options)
         unknown = sorted(set(options) - set(RESET_OPTIONS))
@@ -242,6 +249,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.agent_selection = self.possible_agents[match.round.current]
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """``agent``'s view: ``{"observation": float32 array, "action_mask": int8[107]}``. The array holds
+        only what that seat may know (``okgin_env.observation``); the mask is all zeros unless
+        ``agent`` is the one to act."""
         match = self._require_match()
         to_act = agent == self.agent_selection and not self.terminations[agent] and not self.truncations[agent]
         # round_totals: the match-end house-rule bonuses (docs/rules.md §11) stay out of observations.
@@ -254,10 +264,18 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return encode_state(self._require_match())
 
     def last(self, observe: bool = True):
+        """``(observation, reward, terminated, truncated, info)`` of ``agent_selection``, the agent to
+        act: its observation (None with ``observe=False``), its reward accumulated since it last
+        acted, and its ``infos`` entry (``round_outcome`` after a round). Step it with an action id
+        from the mask, or with None once it is terminated or truncated."""
         self._require_match()
         return super().last(observe)
 
     def step(self, action: Any) -> None:
+        """Play ``action`` (an int action id that the mask allows) for ``agent_selection``; a terminated
+        or truncated agent is stepped with None and leaves ``agents``. An illegal action is a
+        ValueError naming the legal ones, and changes nothing. Rewards are paid at the end of each
+        round (``reward="points"``) or of the episode (``reward="win"``)."""
         match = self._require_match()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
@@ -316,6 +334,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     # ------------------------------------------------------------------ accessors (docs/api.md)
     def hand(self, agent: str) -> list[int]:
+        """``agent``'s cards (card ids) now. Hidden information: for tools and tests, not agents."""
         return self._require_match().round.hand(self.agent_name_mapping[agent])
 
     @property

@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default=None, help="write PREFIX.json and PREFIX.csv")
     parser.add_argument("--record", default=None, metavar="PATH", help="write every game to PATH (JSON Lines game records)")
     parser.add_argument("--wide", action="store_true", help="every column: rounds per game, how rounds were won, decisions")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (there is none either when stderr is not a terminal)")
     return parser
 
 
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 num_players=args.num_players,
                 seed=args.seed,
                 workers=args.workers,
-                progress=not args.no_progress,
+                progress=not args.no_progress and sys.stderr.isatty(),  # no bar in a log file or a pipe
                 max_rounds=args.max_rounds,
                 record=args.record,
                 **options,

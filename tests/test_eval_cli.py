@@ -215,3 +215,9 @@ def test_any_rule_option_through_rule(tmp_path, capsys):
     assert settings["rules"]["gin_bonus"] == 20 and settings["rules"]["box_bonus"] == 25
     assert eval_main(["simple", "random", "--rule", "nonsense=1"]) == 2
     assert "expected NAME=VALUE with NAME one of" in capsys.readouterr().err
+
+
+def test_the_progress_bar_stays_off_a_stderr_that_is_no_terminal(capsys):
+    """Issue 53: a log file or a pipe got the bar's every redraw."""
+    assert main(["simple", "random", "--matches", "2", "--episode", "round"]) == 0
+    assert capsys.readouterr().err == ""

@@ -813,16 +813,6 @@ def run_main(argv: list[str]) -> int:
         return exit_.code
 
 
-def test_a_port_in_use_exits_2(capsys):
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        assert server.main(["--port", str(port)]) == 2
-    assert f"okgin-web: error: cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
-
 
 def test_an_address_that_is_not_one_exits_2_with_one_line(capsys):
     assert server.main(["--host", "999.1.1.1", "--port", "0"]) == 2
@@ -866,6 +856,20 @@ def test_without_flask_the_command_says_which_extra_to_install(monkeypatch, caps
     monkeypatch.setitem(sys.modules, "waitress.server", None)
     assert server.main([]) == 2
     assert "okgin-web needs Flask and Waitress: pip install okgin[web]" in capsys.readouterr().err
+
+
+def test_a_port_in_use_exits_2_saying_port_in_one_line(capsys):
+    """Issue 53: okgin-web and mkdocs serve both default to port 8000; the message names --port."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert server.main(["--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"okgin-web: error: port {port} on 127.0.0.1 is in use by another program; choose another with "
+                   f"--port (e.g. --port {port + 1}; --port 0: any free port)\n")
 
 
 def test_the_command_serves_the_page_on_loopback(tmp_path, record_file):

@@ -38,6 +38,7 @@ Flask and Waitress are imported only here, and only when an app is made or serve
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import json
 import sys
@@ -375,7 +376,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               "not resolve; --host takes an address of this machine, e.g. 127.0.0.1, ::1 or 0.0.0.0", file=sys.stderr)
         return 2
     except OSError as err:  # the port is in use, the address is not this machine's
-        print(f"okgin-web: error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
+        if err.errno == errno.EADDRINUSE:  # e.g. mkdocs serve, which also takes 8000
+            print(f"okgin-web: error: port {args.port} on {args.host} is in use by another program; choose another "
+                  f"with --port (e.g. --port {args.port + 1 if args.port < 65535 else 8001}; --port 0: any free port)",
+                  file=sys.stderr)
+        else:
+            print(f"okgin-web: error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
         return 2
     host, port = listening_address(server)
     shown = f"[{host}]" if ":" in str(host) else host
