@@ -88,7 +88,7 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_settings(tmp_p
 
     argv = ["--quick", "--run-dir", str(tmp_path / "p"), "--no-progress"]
     monkeypatch.setattr(pipeline, "run_stage", stopped)
-    assert cli(argv) == 130
+    assert cli(argv) == 128 + signal.SIGTERM
     assert "stopped (SIGTERM); continue with: python -m training.pipeline --quick" in capsys.readouterr().err
     assert cli(argv) == 2  # not started over by a plain rerun
     assert cli([*argv, "--resume", "--seed", "4"]) == 2  # nor resumed with other settings
@@ -117,7 +117,7 @@ def test_a_pipeline_stopped_in_its_ppo_stage_resumes_to_the_end(tmp_path):
     (the stop removed the unevaluated candidates), so the pipeline goes on."""
     run_dir = tmp_path / "p"
     argv, returncode, err = quick_pipeline_stopped_at(run_dir, run_dir / "ppo" / "last.pt", seconds=120)
-    assert returncode == 130 and "--resume" in err
+    assert returncode == 128 + signal.SIGTERM and "--resume" in err
     assert cli([*argv, "--resume"]) == 0
     load_policy(run_dir / "final.pt")
 
@@ -211,10 +211,10 @@ def test_a_run_folder_that_cannot_be_one_is_refused_in_one_line(run_dir, capsys)
 
 
 def test_sigterm_in_an_improvement_stage_stops_the_pipeline_with_a_message(tmp_path):
-    """Issue 42: SIGTERM while a step labels ends the pipeline with its message and exit 130, not -15."""
+    """Issue 42: SIGTERM while a step labels ends the pipeline with its message and exit 143, not -15."""
     run_dir = tmp_path / "p"
     _, returncode, err = quick_pipeline_stopped_at(run_dir, run_dir / "improve1" / "config.json", seconds=300)
-    assert returncode == 130, err
+    assert returncode == 128 + signal.SIGTERM, err
     assert "stopped (SIGTERM); continue with: python -m training.pipeline --quick" in err
 
 
@@ -262,3 +262,51 @@ def test_help_names_the_program_and_is_plain_text(module):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"usage: python -m training.{module}")
     assert "``" not in done.stdout  # docstring literals are shown as plain text
+
+
+def test_a_ppo_stage_stopped_while_its_last_evaluation_ran_is_finished_by_the_resume(tmp_path, monkeypatch, capsys):
+    """Issue 52 #17: SIGTERM after the PPO stage's last update, before any evaluation finished:
+    exit 143, no "nothing saved"; the resume evaluates the final weights (best.pt) and the recipe ends."""
+    import training.run
+
+    collect = training.run.Evaluator.collect
+
+    def no_evaluation_finishes(self, wait=False, give_up=lambda: False):
+        if wait:  # the signal comes while the last candidate is evaluated
+            signal.raise_signal(signal.SIGTERM)
+            assert give_up()
+        return None
+
+    run_dir = tmp_path / "p"
+    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--no-progress"]
+    monkeypatch.setattr(training.run.Evaluator, "collect", no_evaluation_finishes)
+    stopped = cli(argv)
+    err = capsys.readouterr().err
+    monkeypatch.setattr(training.run.Evaluator, "collect", collect)
+    resumed = cli([*argv, "--resume"])
+    assert (stopped, resumed) == (128 + signal.SIGTERM, 0), capsys.readouterr().err
+    assert "--resume" in err and "nothing saved" not in err
+    assert (run_dir / "ppo" / "best.pt").is_file()
+    load_policy(run_dir / "final.pt")
+
+
+def test_a_pipeline_copied_or_moved_elsewhere_resumes_there(tmp_path, monkeypatch, capsys):
+    """Issue 52 #16: the stages' paths into the run folder (a start, earlier steps' labels) compare
+    relative to it, so a run folder copied or moved elsewhere resumes; other paths are still refused."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["--quick", "--workers", "1", "--no-progress"]
+    pipeline_main([*argv, "--run-dir", "first"])  # a relative --run-dir
+    (tmp_path / "first" / "improve2" / "stage.json").unlink()  # as if stopped in its last stage
+    shutil.copytree(tmp_path / "first", tmp_path / "copy")
+    shutil.move(tmp_path / "first", tmp_path / "elsewhere" / "moved")
+    capsys.readouterr()
+    assert cli([*argv, "--run-dir", str(tmp_path / "elsewhere" / "moved"), "--resume"]) == 0, capsys.readouterr().err
+    assert "[3/3] improve2: done in" in capsys.readouterr().out
+    load_policy(tmp_path / "elsewhere" / "moved" / "final.pt")
+    record = json.loads((tmp_path / "copy" / "pipeline.json").read_text())
+    record["stages_planned"]["improve2"]["extra_labels"] = str(tmp_path / "copy" / "improve9")
+    (tmp_path / "copy" / "pipeline.json").write_text(json.dumps(record))
+    assert cli([*argv, "--run-dir", "copy", "--resume"]) == 2
+    assert "improve2 differ" in capsys.readouterr().err

@@ -699,3 +699,29 @@ def test_sigterm_during_exploit_training_stops_it_with_143_and_the_resume_comman
     assert "best_response/last.pt holds update" in err and "nothing saved" not in err
     assert "python -m training.exploit --policy simple --decisions 10000000" in err and "--resume" in err
     assert not (run_dir / "exploit.json").exists()
+
+
+def test_a_copied_run_folder_resumes_with_its_paths_relative_to_it(tmp_path, monkeypatch):
+    """Issue 52 #16: a manifest's paths into its run folder (a sibling's labels) compare relative
+    to it, so the folder copied with its siblings resumes; a path to another place is refused."""
+    import shutil
+
+    pytest.importorskip("torch")
+    from training.improve import ImproveConfig
+    from training.manifest import check_manifest, write_manifest
+
+    def config(root: Path, extra: str = "improve1") -> ImproveConfig:
+        return ImproveConfig(init_from="sha256:0", extra_labels=f"{root / extra},{tmp_path / 'kept'}")
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "old" / "improve2").mkdir(parents=True)
+    write_manifest(Path("old") / "improve2", config(Path("old")))  # relative paths, from tmp_path
+    shutil.copytree(tmp_path / "old", tmp_path / "new")
+    monkeypatch.chdir(tmp_path / "new")  # another working folder too
+    check_manifest(tmp_path / "new" / "improve2", config(tmp_path / "new"))
+    check_manifest(tmp_path / "old" / "improve2", config(Path("..") / "old"))
+    with pytest.raises(ValueError, match="extra_labels"):
+        check_manifest(tmp_path / "new" / "improve2", config(tmp_path / "new", extra="improve3"))
+    check_manifest(tmp_path / "new" / "improve2", config(tmp_path / "old"))  # the same files
+    with pytest.raises(ValueError, match="extra_labels"):
+        check_manifest(tmp_path / "new" / "improve2", config(tmp_path / "other"))

@@ -1,10 +1,12 @@
 """One manifest per run folder: the settings a stage ran with, so that a resume with other
 settings is refused instead of silently mixing two runs.
 
-``write_manifest(run_dir, config)`` writes ``run_dir/config.json`` (the settings and their
-hash); ``check_manifest(run_dir, config)`` raises a ``ValueError`` naming the settings that
-differ from the recorded ones (or a damaged manifest file). Budgets (fields declared with
-``setting(..., budget=True)``, such as a run's total decisions) may grow on a resume.
+``write_manifest(run_dir, config)`` writes ``run_dir/config.json`` (the settings, their hash
+and where the run folder was); ``check_manifest(run_dir, config)`` raises a ``ValueError`` naming
+the settings that differ from the recorded ones (or a damaged manifest file). Budgets (fields
+declared with ``setting(..., budget=True)``, such as a run's total decisions) may grow on a resume.
+A run folder may be copied or moved: a path setting is the same if it names the same file, or the
+same place relative to the run folder (``same_setting``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +44,48 @@ def config_hash(config: Any) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def run_place(run_dir: str | Path) -> dict[str, str]:
+    """Where a run folder is and the working folder that relative paths start from: recorded beside
+    settings, so that paths into the run folder still compare equal once it is copied or moved."""
+    return {"run_dir": os.path.abspath(run_dir), "cwd": os.getcwd()}
+
+
+def recorded_place(record: Any) -> dict[str, str] | None:
+    """The ``run_place`` a record (a manifest, ``pipeline.json``) holds; None for one without."""
+    place = record.get("place") if isinstance(record, dict) else None
+    if isinstance(place, dict) and all(isinstance(place.get(key), str) for key in ("run_dir", "cwd")):
+        return place
+    return None
+
+
+def _in_place(path: str, place: dict[str, str]) -> tuple[str, str]:
+    """``path`` made absolute, and relative to the run folder."""
+    absolute = os.path.normpath(os.path.join(place["cwd"], path))
+    return absolute, os.path.relpath(absolute, place["run_dir"])
+
+
+def same_setting(old: Any, new: Any, old_place: dict[str, str] | None, new_place: dict[str, str] | None) -> bool:
+    """Whether a recorded setting (a JSON value; in dicts and lists, each item) agrees with a new
+    one: equal, or (given both ``run_place``s) each of its comma-separated paths naming the same
+    file or the same place relative to its run folder, so that a copied or moved run resumes."""
+    if old == new:
+        return True
+    if isinstance(old, dict) and isinstance(new, dict):
+        return old.keys() == new.keys() and all(same_setting(old[k], new[k], old_place, new_place) for k in old)
+    if isinstance(old, list) and isinstance(new, list):
+        return len(old) == len(new) and all(same_setting(a, b, old_place, new_place) for a, b in zip(old, new))
+    if old_place is None or new_place is None or not isinstance(old, str) or not isinstance(new, str):
+        return False
+    olds, news = old.split(","), new.split(",")
+    return len(olds) == len(news) and all(
+        a == b or any(x == y for x, y in zip(_in_place(a, old_place), _in_place(b, new_place)))
+        for a, b in zip(olds, news))
+
+
 def write_manifest(run_dir: str | Path, config: Any) -> Path:
     path = Path(run_dir) / MANIFEST
-    record = {"settings": type(config).__name__, "hash": config_hash(config), "config": config_dict(config)}
+    record = {"settings": type(config).__name__, "hash": config_hash(config), "config": config_dict(config),
+              "place": run_place(run_dir)}
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps(record, indent=2))
     partial.replace(path)
@@ -73,20 +115,22 @@ def check_manifest(run_dir: str | Path, config: Any) -> None:
             raise TypeError("config is not an object")
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} is damaged ({type(error).__name__}: {error}); start a new run in another folder") from None
-    check_same_settings(recorded, config, f"the run in {Path(run_dir)}")
+    check_same_settings(recorded, config, f"the run in {Path(run_dir)}", recorded_place(record), run_place(run_dir))
 
 
-def check_same_settings(recorded: dict[str, Any], config: Any, what: str) -> None:
+def check_same_settings(recorded: dict[str, Any], config: Any, what: str, old_place: dict[str, str] | None = None,
+                        new_place: dict[str, str] | None = None) -> None:
     """A ``ValueError`` naming each setting of ``config`` that differs from ``recorded`` (a
-    ``config_dict``), budgets and runtime fields left out."""
+    ``config_dict``), budgets and runtime fields left out; with the places of the recorded and the
+    new run folder, paths are compared as ``same_setting`` does."""
     old, new = _flat(recorded), _flat(config_dict(config))
     free = budget_fields(config)
     differing = [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(set(old) | set(new))
-                 if old.get(key) != new.get(key) and key not in free]
+                 if key not in free and not same_setting(old.get(key), new.get(key), old_place, new_place)]
     if differing:
         raise ValueError(f"--resume with other settings than {what} was started with ({'; '.join(differing)}); "
                          "resume with its settings, or start a new run in another folder")
 
 
-__all__ = ["MANIFEST", "check_manifest", "check_same_settings", "config_dict", "config_hash", "runtime_fields",
-           "write_manifest"]
+__all__ = ["MANIFEST", "check_manifest", "check_same_settings", "config_dict", "config_hash", "recorded_place",
+           "run_place", "runtime_fields", "same_setting", "write_manifest"]

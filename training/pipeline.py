@@ -30,7 +30,9 @@ docs/penalty_policies.md record how each was measured.
 
 **Resuming.** ``--resume`` skips the finished stages (``RUN_DIR/STAGE/stage.json``) and resumes
 the interrupted one (PPO from its ``last.pt``, labelling from the label chunks already written);
-a resume with other settings is refused (``training.manifest``). **Scaling out.**
+a resume with other settings is refused (``training.manifest``); a run folder copied or moved
+elsewhere resumes there. Ctrl-C or SIGTERM stops the pipeline with the command that resumes it,
+exit status 128 + the signal's number. **Scaling out.**
 ``--ray-address`` runs the labelling jobs on a Ray cluster (``training.workers``); PPO runs here.
 **Quick.** ``--quick`` runs the recipe's first two steps (at most) on tiny budgets: a smoke test
 of a few minutes.
@@ -40,8 +42,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -51,8 +53,9 @@ from typing import Any
 from okgin_env.rules.config import PRESETS, make_config
 from okgin_env.signals import sigterm_raises
 
-from .cli import RunOptions, check_settings, make_run_dir, parse_settings, setting
-from .manifest import check_manifest, config_dict, runtime_fields, write_manifest
+from .cli import RunOptions, check_settings, command_line, make_run_dir, parse_settings, setting
+from .manifest import (check_manifest, config_dict, recorded_place, run_place, runtime_fields, same_setting,
+                       write_manifest)
 
 PROG = "python -m training.pipeline"
 
@@ -238,7 +241,11 @@ def run_stage(name: str, settings: Any, root: Path, *, resume: bool, progress_ba
 
 
 class StageStopped(Exception):
-    """A stage stopped on a signal; ``--resume`` continues it."""
+    """A stage stopped on a signal (``signal_name``); ``--resume`` continues it."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal_name = signal_name
 
 
 def describe(name: str, summary: dict[str, Any]) -> str:
@@ -277,9 +284,11 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
         check_manifest(root, config)
         record = read_record(record_path)
         recorded = record.get("stages_planned") or {}
+        # (paths into the run folder compare relative to it: a copied or moved run resumes)
         changed = [name for name in sorted(set(planned) | set(recorded))
-                   if without_runtime(planned.get(name), stages.get(name))
-                   != without_runtime(recorded.get(name), stages.get(name))]
+                   if not same_setting(without_runtime(recorded.get(name), stages.get(name)),
+                                       without_runtime(planned.get(name), stages.get(name)),
+                                       recorded_place(record), run_place(root))]
         if changed:
             raise ValueError(f"--resume: the stages of the run in {root} were planned otherwise ({', '.join(changed)} "
                              "differ: the recipe or the stages' settings changed since it started); start a new run "
@@ -290,7 +299,7 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
     # Written before the first stage starts, so that a run interrupted in it is resumed with its own
     # settings too (and not started over by a plain rerun).
     write_manifest(root, config)
-    record["stages_planned"] = planned
+    record["stages_planned"], record["place"] = planned, run_place(root)
     write_record(record_path, record)
     began = time.time()
     done_seconds = 0.0
@@ -409,14 +418,13 @@ def parse_args(argv: list[str] | None = None) -> tuple[PipelineConfig, RunOption
 def main(argv: list[str] | None = None) -> dict:
     """``python -m training.pipeline ARGS`` as a function: the run's record."""
     config, options = parse_args(argv)
-    given = [a for a in (sys.argv[1:] if argv is None else argv) if a not in ("--resume", "--no-resume")]
     return run(config, options.run_dir, resume=options.resume, progress_bar=options.progress,
-               command=shlex.join([*PROG.split(), *given]))
+               command=command_line(PROG, argv))
 
 
 def cli(argv: list[str] | None = None) -> int:
-    """``python -m training.pipeline``: exit 2 with a message on bad arguments, 130 when stopped."""
-    given = [a for a in (sys.argv[1:] if argv is None else argv) if a not in ("--resume", "--no-resume")]
+    """``python -m training.pipeline``: exit 2 with a message on bad arguments, 128 + the signal's
+    number when a signal stopped it (130 for Ctrl-C, 143 for SIGTERM)."""
     try:
         with sigterm_raises():  # SIGTERM in any stage stops the pipeline as Ctrl-C does (PPO handles its own)
             main(argv)
@@ -424,10 +432,9 @@ def cli(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
     except (StageStopped, KeyboardInterrupt) as stop:
-        how = str(stop) or "interrupted"
-        print(f"{PROG}: stopped ({how}); continue with: {shlex.join([*PROG.split(), *given, '--resume'])}",
-              file=sys.stderr)
-        return 130
+        name = getattr(stop, "signal_name", "SIGINT")  # a plain KeyboardInterrupt: Ctrl-C
+        print(f"{PROG}: stopped ({name}); continue with: {command_line(PROG, argv)} --resume", file=sys.stderr)
+        return 128 + signal.Signals.__members__.get(name, signal.SIGINT).value
     return 0
 
 

@@ -474,6 +474,12 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 bar.set_postfix(phase=phase, pts=f"{train_points:+.2f}",
                                 win_vs_simple=f"{log.last_evaluation.get('win_rate_vs_simple', float('nan')):.3f}")
             bar.close()
+            if progress.update and not files.best.exists() and not evaluator.busy and not stop.requested:
+                # No update of this session submitted the final policy (one resumed after its last update
+                # was stopped before that update's evaluation): evaluated now, so that it has a best.pt.
+                meta = {**metadata, "progress": dataclasses.asdict(progress), "evaluation": log.last_evaluation}
+                save_checkpoint(files.candidate(progress.update), model, meta)
+                evaluator.submit(files.candidate(progress.update), progress.decisions)
             # The last candidate's evaluation is waited for, unless a signal says stop.
             log.evaluation(evaluator.collect(wait=True, give_up=lambda: stop.requested), progress)
         except KeyboardInterrupt:  # a second signal: stop at once (last.pt holds the update before)
@@ -615,7 +621,7 @@ def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float
     if stopped and progress.update and command:
         print(f"stopped by {stopped}; {files.last} holds update {progress.update}. Continue with:\n"
               f"  {command} --resume", file=sys.stderr, flush=True)
-    elif stopped:
+    elif stopped and not progress.update:
         print(f"stopped by {stopped} before the first update finished; nothing saved", file=sys.stderr, flush=True)
     return summary
 
