@@ -11,7 +11,7 @@ CLI (also the ``okgin-eval`` command)::
 
     python -m okgin_env.eval_cli search simple --matches 200 --workers 2 --out out/search_vs_simple
     python -m okgin_env.eval_cli random simple search --matches 100          # round robin
-    python -m okgin_env.eval_cli checkpoints/okgin_classic.pt simple --episode round
+    python -m okgin_env.eval_cli pretrained:classic simple --episode round
 
 **Policies.** A policy is given by a player spec (``okgin_env.players``): a bot name with
 optional settings (``"search:rollouts=64,max_discards=3"``; ``seed`` and the rules are set by

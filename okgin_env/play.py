@@ -1,7 +1,7 @@
 """Play Oklahoma Gin in the terminal against a bot or a trained checkpoint.
 
     python -m okgin_env.play --opponent simple            # or: okgin-play --opponent search
-    python -m okgin_env.play --opponent checkpoints/okgin_classic.pt --seed 7 --episode round
+    python -m okgin_env.play --opponent pretrained:classic --seed 7 --episode round
     okgin-play --opponent simple --record my_games.jsonl  # the game as an okgin_env.records line
 
 Each turn shows your hand sorted with its melds grouped (``[3H 4H 5H] [7S 7D 7C] | KS 2D``),

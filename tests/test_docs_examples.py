@@ -1,18 +1,25 @@
-"""Every Python block of the README and of docs/ runs, as a file, from the repository root.
+"""Every Python block of the README and of docs/ runs, as a file, from the repository root; every
+``bash`` block of the README runs too, in bash, from a copy of the checkout's root (its own
+``runs/``), with okgin's commands on the PATH and no terminal on stdin.
 
-Two markers, HTML comments on the line before a fenced block (invisible on GitHub and on the site):
+Markers, HTML comments on the line before a fenced block (invisible on GitHub and on the site):
 
 - ``<!-- fragment: REASON -->`` before a ``python`` block: the block cannot run alone (REASON says
   why, e.g. it continues the block above); it is compiled, not run.
 - ``<!-- prints -->`` before a ``text`` block: that text is what the Python block just above it
   prints; the test compares the two (trailing spaces and blank lines aside). ``<!-- prints-end -->``:
   the text is how that output ends.
+- ``<!-- not-run: REASON -->`` before a README ``bash`` block: the block is not run (REASON says
+  why: it clones or installs, serves until stopped, is the test suite, or takes long).
+- ``<!-- run-with: OLD => NEW; OLD2 => NEW2 -->`` before a README ``bash`` block: it runs with each
+  OLD replaced by NEW (a smaller budget, stated where the reader sees the command).
 
 The README's first block is also run twice by ``tests/test_reliability.py`` (same seed, same match).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -26,7 +33,8 @@ pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "no
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.M | re.S)
-MARKER = re.compile(r"<!--\s*(fragment|prints-end|prints)\b:?\s*(.*?)\s*-->\s*$")
+MARKER = re.compile(r"<!--\s*(fragment|prints-end|prints|not-run|run-with)\b:?\s*(.*?)\s*-->\s*$")
+MARKER_WORDS = ("fragment", "prints", "not-run", "run-with")
 
 
 @dataclass
@@ -35,7 +43,8 @@ class Block:
     line: int
     language: str
     code: str
-    marker: str  # "", "fragment", "prints" or "prints-end"
+    marker: str  # "", "fragment", "prints", "prints-end", "not-run" or "run-with"
+    note: str = ""  # what the marker says after its name: a reason, or run-with's replacements
     expected_output: str | None = None  # the text of a following <!-- prints --> block
     output_is_end: bool = False  # <!-- prints-end -->: the expected text is how the output ends
 
@@ -44,14 +53,19 @@ class Block:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
 
 
-def blocks_of(page: Path) -> list[Block]:
+def fenced_blocks(page: Path) -> list[Block]:
     text = page.read_text(encoding="utf-8")
     found: list[Block] = []
     for match in FENCE.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = MARKER.search(before)
         found.append(Block(page, text.count("\n", 0, match.start()) + 1, match.group(1), match.group(2),
-                           marker.group(1) if marker else ""))
+                           marker.group(1) if marker else "", marker.group(2) if marker else ""))
+    return found
+
+
+def blocks_of(page: Path) -> list[Block]:
+    found = fenced_blocks(page)
     python: list[Block] = []
     for index, block in enumerate(found):
         if block.marker in ("prints", "prints-end"):
@@ -66,6 +80,7 @@ def blocks_of(page: Path) -> list[Block]:
 
 
 BLOCKS = [block for page in PAGES for block in blocks_of(page)]
+SHELL_BLOCKS = [block for block in fenced_blocks(ROOT / "README.md") if block.language == "bash"]
 
 
 def normalised(text: str) -> str:
@@ -76,8 +91,13 @@ def test_there_are_examples_and_markers_are_known():
     assert len(BLOCKS) >= 20, "the README and docs lost their Python examples?"
     for page in PAGES:
         for line in page.read_text(encoding="utf-8").splitlines():
-            if line.strip().startswith("<!--") and ("fragment" in line or "prints" in line):
+            if line.strip().startswith("<!--") and any(word in line for word in MARKER_WORDS):
                 assert MARKER.search(line), f"{page}: unreadable marker {line!r}"
+    for block in (b for page in PAGES for b in fenced_blocks(page)):
+        if block.marker in ("not-run", "run-with"):
+            assert block.page.name == "README.md" and block.language == "bash", f"{block.name}: <!-- {block.marker} --> " \
+                "is for the README's bash blocks"
+            assert block.note, f"{block.name}: <!-- {block.marker} --> needs its reason or replacements"
 
 
 def test_the_readme_links_point_at_files_of_the_checkout():
@@ -121,3 +141,37 @@ def test_python_block_runs(block: Block, tmp_path: Path):
         printed, expected = normalised(done.stdout), normalised(block.expected_output)
         matches = printed.endswith(expected) if block.output_is_end else printed == expected
         assert matches, f"{block.name} printed:\n{done.stdout}"
+
+
+def with_replacements(block: Block) -> str:
+    """The block's commands with its ``run-with`` replacements made (each must occur in it)."""
+    code = block.code
+    if block.marker == "run-with":
+        for rule in block.note.split(";"):
+            old, arrow, new = (part.strip() for part in rule.partition("=>"))
+            assert arrow and old and old in code, f"{block.name}: run-with {rule.strip()!r} does not match the block"
+            code = code.replace(old, new)
+    return code
+
+
+@pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[block.name for block in SHELL_BLOCKS])
+def test_readme_shell_block_runs(block: Block, tmp_path: Path):
+    if block.marker == "not-run":
+        pytest.skip(f"not run: {block.note}")
+    checkout = tmp_path / "okgin"  # the checkout's files, linked, and a runs/ of its own
+    checkout.mkdir()
+    for entry in ROOT.iterdir():
+        if not entry.name.startswith(".") and entry.name not in ("runs", "out", "site", "build"):
+            (checkout / entry.name).symlink_to(entry)
+    environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                   "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", with_replacements(block)], cwd=checkout,
+                          env=environment, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{block.name} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+
+
+def test_every_readme_shell_block_runs_or_says_why_not():
+    assert len(SHELL_BLOCKS) >= 8
+    assert all(block.marker in ("", "not-run", "run-with") for block in SHELL_BLOCKS)
+    clone = next(block for block in SHELL_BLOCKS if "git clone" in block.code)
+    assert clone.marker == "not-run"

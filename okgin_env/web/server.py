@@ -2,7 +2,7 @@
 
     okgin-web                                   # http://127.0.0.1:8000/, against the simple bot
     okgin-web --opponent search --port 8080
-    okgin-web --opponent checkpoints/okgin_classic.pt --records games.jsonl
+    okgin-web --opponent pretrained:classic --records games.jsonl
 
 **Why Flask and Waitress.** The games are synchronous, CPU-bound Python (a ``search`` decision
 takes about 140 ms on an idle core): a threaded WSGI server runs each request in a worker thread
