@@ -98,8 +98,10 @@ def random_actions(mask: torch.Tensor, generator: torch.Generator) -> torch.Tens
     return scores.argmax(1)
 
 
-def play(env: TensorEnv, steps: int, seed: int, policy: str, reward: str = "points", knock_bias: float = 0.0) -> int:
-    """Play ``steps`` steps against the reference; returns the rounds finished."""
+def play(env: TensorEnv, steps: int, seed: int, policy: str, reward: str = "points", knock_bias: float = 0.0,
+         record: list | None = None) -> int:
+    """Play ``steps`` steps against the reference; returns the rounds finished. ``record``: a list
+    that gets each step's rewards, scores and observations (to tell two envs' games apart)."""
     out = env.reset(seed=seed)
     ref = Reference(env)
     ref.check_acting(out)
@@ -116,6 +118,9 @@ def play(env: TensorEnv, steps: int, seed: int, policy: str, reward: str = "poin
         out = env.step(actions)
         ref.step(actions.numpy(), out, reward)
         ref.check_acting(out)
+        if record is not None:
+            record.append((out.rewards.tolist(), out.scores.tolist(), out.observation.sum().item(),
+                           out.action_mask.sum().item()))
     return ref.rounds
 
 
@@ -416,3 +421,106 @@ def test_tensor_tables_return_when_every_learner_is_to_act_and_alternate_seats()
     collect_tensor_rollout(model, tables, rollout, 1.0)
     chosen_ids = rollout.action_ids.gather(2, rollout.actions[:, :, None]).squeeze(2)
     assert (chosen_ids < NUM_ACTIONS).all() and rollout.legal.gather(2, rollout.actions[:, :, None]).all()
+
+
+# ----------------------------------------------------------------------------- argument checks (issue 52)
+
+
+def test_devices_other_than_real_cpu_or_cuda_are_refused_with_what_is_allowed():
+    with pytest.raises(ValueError, match="device='meta' is not allowed; allowed: a cpu, cuda"):
+        TensorEnv(2, device="meta")
+    with pytest.raises(ValueError, match="is not a torch device"):
+        TensorEnv(2, device="floppy")
+    if not torch.cuda.is_available():  # a CPU-only torch: ValueError, not torch's AssertionError
+        with pytest.raises(ValueError, match="device='cuda' is not usable here.*allowed: a cpu, cuda"):
+            TensorEnv(2, device="cuda")
+    assert TensorEnv(2, device=torch.device("cpu")).device.type == "cpu"
+
+
+def test_big_seeds_are_taken_and_a_refused_reset_changes_nothing():
+    env = TensorEnv(8)
+    for seed in (2**63 - 1, 2**63, 2**64, 10**30, np.uint64(2**64 - 1)):
+        first = env.reset(seed=seed).observation
+        assert torch.equal(env.reset(seed=seed).observation, first)  # the same seed, the same games
+    assert not torch.equal(env.reset(seed=2**64).observation, env.reset(seed=2**64 + 1).observation)
+    assert torch.equal(env.reset(seed=5).observation, TensorEnv(8).reset(seed=5).observation)  # small seeds as before
+    # A refused reset leaves the generator as it was: the next unseeded reset deals the same games.
+    env.reset(seed=3)
+    follow = TensorEnv(8)
+    follow.reset(seed=3)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="seed="):
+            env.reset(seed=bad)
+    with pytest.raises(ValueError, match="not a permutation"):
+        env.reset(seed=7, options={"deck": [[0] * 52] * 8})
+    assert torch.equal(env.reset().observation, follow.reset().observation)
+
+
+def test_decks_must_hold_integers():
+    env = TensorEnv(1)
+    deck = np.arange(52)
+    for bad in (deck + 0.6, deck + 0j, deck + 0.6j, deck.astype(float)):
+        with pytest.raises(ValueError, match=r"options\['deck'\] must be an integer tensor or array"):
+            env.reset(options={"deck": bad[None]})
+        with pytest.raises(ValueError, match=r"options\['deck'\] must be an integer tensor or array"):
+            env.reset(options={"deck": torch.as_tensor(bad[None])})
+    assert env.reset(options={"deck": deck[None].astype(np.uint8)}).current_player.shape == (1,)
+
+
+def test_huge_unsigned_actions_are_reported_as_given():
+    env = TensorEnv(2)
+    env.reset(seed=0)
+    for value, actions in ((2**63 + 1, np.array([2, 2**63 + 1], dtype=np.uint64)),
+                           (2**63 + 1, torch.tensor([2, 2**63 + 1], dtype=torch.uint64)),
+                           (2**64 - 1, np.array([2, 2**64 - 1], dtype=np.uint64))):
+        with pytest.raises(ValueError, match=rf"game 1: action {value} \(out of range 0..106\)"):
+            env.step(actions)
+    report = TensorEnv(2, illegal="report")
+    report.reset(seed=0)
+    assert report.step(np.array([2, 2**64 - 1], dtype=np.uint64)).illegal.tolist() == [False, True]
+
+
+# ----------------------------------------------------------------------------- every rule option
+
+
+#: Every ``RulesConfig`` field: the preset and options that turn it on (its baseline: the same
+#: without that option, or classic for ``rules``), small enough to matter within a short game.
+OPTION_WALK = {
+    "rules": ("standard", {}),
+    "num_players": ("penalty", {"num_players": 3}),
+    "gin_bonus": ("classic", {"gin_bonus": 40}),
+    "undercut_bonus": ("classic", {"undercut_bonus": 2}),
+    "target_score": ("classic", {"target_score": 15}),
+    "ace_upcard_gin_only": ("classic", {"ace_upcard_gin_only": False}),
+    "allow_discard_taken": ("classic", {"allow_discard_taken": True}),
+    "knock_limit": ("classic", {"knock_limit": 3}),
+    "max_turns": ("classic", {"max_turns": 3}),
+    "max_reshuffles": ("penalty", {"max_reshuffles": 0}),  # (random play: greedy rounds rarely empty the stock)
+    "spade_double": ("classic", {"spade_double": True}),
+    "box_bonus": ("classic", {"target_score": 15, "box_bonus": 10}),
+    "game_bonus": ("classic", {"target_score": 15, "game_bonus": 50}),
+    "shutout_multiplier": ("classic", {"target_score": 15, "shutout_multiplier": 3}),
+}
+
+
+def test_the_walk_names_every_rule_option():
+    from okgin_env.rules.config import OPTION_NAMES
+
+    assert set(OPTION_WALK) == set(OPTION_NAMES)  # a new option needs a row here
+
+
+@pytest.mark.parametrize("name", sorted(OPTION_WALK))
+def test_every_rule_option_is_honoured_as_the_rules_core_plays_it(name):
+    """Each option is taken (the env's config holds it), changes the games (so it is not ignored)
+    and is played as the rules core plays it; penalty's 3-4 players included."""
+    rules, options = OPTION_WALK[name]
+    baseline_rules = "classic" if name == "rules" else rules
+    baseline_options = {k: v for k, v in options.items() if k != name}
+    records = []
+    for preset, chosen in ((rules, options), (baseline_rules, baseline_options)):
+        env = TensorEnv(24, rules=preset, episode="match", max_rounds=6, **chosen)
+        assert all(getattr(env.config, k) == v for k, v in chosen.items()) and env.config.rules == preset
+        record: list = []
+        play(env, 160, seed=21, policy="random" if name == "max_reshuffles" else "greedy", record=record)
+        records.append(record)
+    assert records[0] != records[1], f"{name} changed nothing"

@@ -42,7 +42,11 @@ one device, every rule a batched tensor operation, no Python loop over games::
 * **Seeding**: ``reset(seed=s)`` seeds one ``torch.Generator`` on the device; every deal, first
   dealer and restart of every game is drawn from it, so the same seed, device and ``num_envs`` give
   the same games. The deals are not those of ``BatchEnv`` for the same seed (another generator);
-  inject decks for that. ``reset()`` without a seed continues the generator.
+  inject decks for that. ``reset()`` without a seed continues the generator. Any non-negative int
+  seed is taken (as the AEC env): below 2**63 it seeds the generator itself, larger ones through
+  numpy's ``SeedSequence`` (63 bits of it). A refused reset changes nothing, the generator included.
+* ``device``: a cpu or cuda device (mps and xpu too) that this torch can use; others (``"meta"``,
+  or ``"cuda"`` on a CPU-only torch) are refused with ``ValueError``.
 * **Exactness**: the observation is the numpy codec's (``okgin_env.observation``) bit for bit, the
   mask is ``RoundState.legal_parts``' and rewards and scores are the rules core's;
   ``tests/test_tensor.py`` plays thousands of random and greedy rounds and matches against the
@@ -88,6 +92,36 @@ class TensorStep(NamedTuple):
     illegal: torch.Tensor  # (N,) bool: with illegal="report", the games whose action was refused
 
 
+#: The device types a TensorEnv runs on: real memory and a torch.Generator ("meta" has neither).
+DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
+#: Seeds from here up are reduced to 63 bits through numpy's SeedSequence (torch's generator takes 64).
+BIG_SEED = 1 << 63
+
+
+def check_device(device: Any) -> torch.device:
+    """``device`` as a ``torch.device`` this torch can use; ValueError naming what is allowed."""
+    allowed = f"allowed: a {', '.join(DEVICE_TYPES)} device that torch can use here (e.g. 'cpu', 'cuda', 'cuda:0')"
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device={device!r} is not a torch device ({error}); {allowed}") from None
+    if parsed.type not in DEVICE_TYPES:
+        raise ValueError(f"device={device!r} is not allowed; {allowed}")
+    try:
+        torch.zeros(1, device=parsed)
+    except (RuntimeError, TypeError, AssertionError) as error:  # CPU-only torch: AssertionError for cuda
+        raise ValueError(f"device={device!r} is not usable here: {error}; {allowed}") from None
+    return parsed
+
+
+def generator_seed(seed: int) -> int:
+    """The ``torch.Generator`` seed of a reset seed: itself below 2**63, else 63 bits of numpy's
+    ``SeedSequence(seed)`` (any non-negative int, as the AEC env takes)."""
+    if seed < BIG_SEED:
+        return seed
+    return int(np.random.SeedSequence(seed).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
 class TensorEnv:
     """``num_envs`` games of gin as batched tensors on ``device`` (see the module docstring)."""
 
@@ -111,11 +145,7 @@ class TensorEnv:
         if illegal not in ILLEGAL_MODES:
             raise ValueError(f"illegal={illegal!r}; allowed: {', '.join(map(repr, ILLEGAL_MODES))}")
         config = make_config(rules, num_players=num_players, **rule_options)
-        try:
-            self.device = torch.device(device)
-            torch.zeros(1, device=self.device)
-        except (RuntimeError, TypeError) as error:
-            raise ValueError(f"device={device!r} is not usable here: {error}") from None
+        self.device = check_device(device)
         self.config = config
         self.num_envs = n = int(num_envs)
         self.num_players = p = config.num_players
@@ -134,6 +164,7 @@ class TensorEnv:
         self._card_bits = (1 << torch.arange(NUM_CARDS, dtype=torch.int64)).to(dev)
         self._card_values = torch.tensor(CARD_VALUES, dtype=torch.int64, device=dev)
         self._generator: torch.Generator | None = None
+        self._given_actions: np.ndarray | None = None
         i64 = dict(dtype=torch.int64, device=dev)
         # Round state, one row per game (the fields of rules.round.RoundState).
         self.deck = torch.zeros(n, NUM_CARDS, **i64)  # the deck dealt, top first
@@ -177,11 +208,12 @@ class TensorEnv:
         decks = self._checked_decks(options.get("deck"))
         dealers = self._checked_dealers(options.get("dealer"))
         if seed is not None or self._generator is None:
-            self._generator = torch.Generator(device=self.device)
+            generator = torch.Generator(device=self.device)  # (replaced only once everything is checked)
             if seed is None:
-                self._generator.seed()
+                generator.seed()
             else:
-                self._generator.manual_seed(seed)
+                generator.manual_seed(generator_seed(seed))
+            self._generator = generator
         rows = self._rows
         first_dealers = torch.randint(0, p, (n,), generator=self._generator, device=self.device)
         if dealers is not None:
@@ -206,7 +238,8 @@ class TensorEnv:
             tensor = torch.as_tensor(np.asarray(decks) if not isinstance(decks, torch.Tensor) else decks)
         except (TypeError, ValueError, RuntimeError):
             tensor = None
-        if tensor is None or tensor.shape != (n, NUM_CARDS) or tensor.dtype.is_floating_point or tensor.dtype == torch.bool:
+        if (tensor is None or tensor.shape != (n, NUM_CARDS) or tensor.dtype.is_floating_point or tensor.dtype.is_complex
+                or tensor.dtype == torch.bool):
             raise ValueError(f"options['deck'] must be an integer tensor or array of shape ({n}, {NUM_CARDS}) "
                              f"(one deck of card ids per game, top first), got {decks!r:.80}")
         tensor = tensor.to(device=self.device, dtype=torch.int64)
@@ -328,10 +361,16 @@ class TensorEnv:
 
     def _checked_actions(self, actions: Any) -> torch.Tensor:
         n = self.num_envs
+        self._given_actions = None  # the actions as given, where int64 cannot hold them (for the error message)
+        if isinstance(actions, torch.Tensor) and actions.dtype == torch.uint64:
+            actions = actions.cpu().numpy()
         if not isinstance(actions, torch.Tensor):
             array = np.asarray(actions)
             if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
                 raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {array.dtype}")
+            if array.dtype == np.uint64 and (array >= NUM_ACTIONS).any():  # int64 would wrap the largest
+                self._given_actions = array
+                array = np.minimum(array, NUM_ACTIONS)  # out of range all the same
             actions = torch.as_tensor(array.astype(np.int64) if array.dtype != np.bool_ else array)
         if actions.shape != (n,):
             raise ValueError(f"actions must have shape ({n},) (one per game), got {tuple(actions.shape)}")
@@ -341,7 +380,7 @@ class TensorEnv:
 
     def _raise_illegal(self, acts: torch.Tensor, legal: torch.Tensor) -> None:
         g = int((~legal).nonzero()[0, 0])
-        a = int(acts[g])
+        a = int(acts[g]) if self._given_actions is None else int(self._given_actions[g])
         allowed = self._mask[g].nonzero().squeeze(1).tolist()
         names = ", ".join(f"{x} ({action_str(x)})" for x in allowed)
         what = f"{a} ({action_str(a)})" if 0 <= a < NUM_ACTIONS else f"{a} (out of range 0..{NUM_ACTIONS - 1})"
@@ -465,4 +504,4 @@ class TensorEnv:
         return (self.hands.long() * self._card_bits).sum(-1)
 
 
-__all__ = ["ILLEGAL_MODES", "TensorEnv", "TensorStep"]
+__all__ = ["DEVICE_TYPES", "ILLEGAL_MODES", "TensorEnv", "TensorStep", "check_device", "generator_seed"]
