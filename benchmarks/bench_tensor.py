@@ -37,6 +37,7 @@ sets torch's CPU threads (default 1: the "one core" rows of the project's target
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -44,9 +45,14 @@ import time
 import numpy as np
 import torch
 
-from okgin_env.batch import BatchEnv
-from okgin_env.bots.random_bot import random_legal_actions
-from okgin_env.tensor import TensorEnv
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import add_repo_root  # noqa: E402
+
+add_repo_root()  # --rollout and --ppo import the checkout's training package
+
+from okgin_env.batch import BatchEnv  # noqa: E402
+from okgin_env.bots.random_bot import random_legal_actions  # noqa: E402
+from okgin_env.tensor import TensorEnv  # noqa: E402
 
 
 def tensor_loop(num_envs: int, device: str):
@@ -183,7 +189,10 @@ def main() -> None:
     parser.add_argument("--rollout", action="store_true", help="also measure rollout collection against simple")
     parser.add_argument("--tables", type=int, nargs="+", default=[512], help="rollout tables, per system (default %(default)s)")
     parser.add_argument("--ppo", action="store_true", help="also measure the whole PPO learner")
-    parser.add_argument("--ppo-tables", type=int, default=128, help="the PPO learner's tables (default %(default)s, the recipes')")
+    parser.add_argument("--ppo-tables", type=int, default=128,
+                        help="the host PPO learner's tables (default %(default)s, the recipes')")
+    parser.add_argument("--ppo-tensor-tables", type=int, default=None,
+                        help="the tensor PPO learner's tables (default: --ppo-tables)")
     parser.add_argument("--seconds", type=float, default=3.0, help="wall time per measurement (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="measurements per system; the median is printed")
     args = parser.parse_args()
@@ -202,10 +211,12 @@ def main() -> None:
                 lambda tables=tables: rollout_loop("today", tables, "cpu"))
             systems[f"rollout: system=tensor device={args.device} tables={tables}"] = (
                 lambda tables=tables: rollout_loop("tensor", tables, args.device))
+    tensor_tables = args.ppo_tensor_tables or args.ppo_tables
+    ppo_today = f"ppo: system=today device=cpu tables={args.ppo_tables}"
+    ppo_tensor = f"ppo: system=tensor device={args.device} tables={tensor_tables}"
     if args.ppo:
-        for system, on in (("today", "cpu"), ("tensor", args.device)):
-            systems[f"ppo: system={system} device={on} tables={args.ppo_tables}"] = (
-                lambda system=system: ppo_loop(system, args.ppo_tables, args.device))
+        systems[ppo_today] = lambda: ppo_loop("today", args.ppo_tables, "cpu")
+        systems[ppo_tensor] = lambda: ppo_loop("tensor", tensor_tables, args.device)
     loops = {name: factory() for name, factory in systems.items()}
     rates: dict[str, list[float]] = {name: [] for name in systems}
     for name, loop in loops.items():
@@ -231,9 +242,10 @@ def main() -> None:
             tensor = statistics.median(rates[f"rollout: system=tensor device={args.device} tables={tables}"])
             print(f"ratio rollout tensor / today (tables={tables}): {tensor / today:.2f}x")
     if args.ppo:
-        today = statistics.median(rates[f"ppo: system=today device=cpu tables={args.ppo_tables}"])
-        tensor = statistics.median(rates[f"ppo: system=tensor device={args.device} tables={args.ppo_tables}"])
-        print(f"ratio ppo tensor / today (tables={args.ppo_tables}): {tensor / today:.2f}x")
+        today, tensor = statistics.median(rates[ppo_today]), statistics.median(rates[ppo_tensor])
+        per_repeat = [b / a for a, b in zip(rates[ppo_today], rates[ppo_tensor])]
+        print(f"ratio ppo tensor (tables={tensor_tables}) / today (tables={args.ppo_tables}): {tensor / today:.2f}x "
+              f"(per repeat {min(per_repeat):.2f}-{max(per_repeat):.2f}x)")
 
 
 if __name__ == "__main__":

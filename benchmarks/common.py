@@ -14,11 +14,22 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 #: A measurement: run for about ``seconds`` and return the number of decisions made.
 Loop = Callable[[float], int]
 
 CHECK_EVERY = 64  # decisions between clock reads inside a loop
+
+#: The checkout's root (this file's folder's parent).
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def add_repo_root() -> None:
+    """Put the checkout's root first on ``sys.path``, so a benchmark run as ``python benchmarks/x.py``
+    imports the checkout's ``training`` (not installed as a package) and ``okgin_env``."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
 
 
 def parse_args(description: str, default_seconds: float = 3.0, default_repeats: int = 5) -> argparse.Namespace:
