@@ -524,3 +524,40 @@ def test_every_rule_option_is_honoured_as_the_rules_core_plays_it(name):
         play(env, 160, seed=21, policy="random" if name == "max_reshuffles" else "greedy", record=record)
         records.append(record)
     assert records[0] != records[1], f"{name} changed nothing"
+
+
+@pytest.mark.parametrize("imitate", [False, True])
+def test_tensor_rollout_records_each_tables_learner_decisions_in_order(imitate):
+    """Every engine step plays every game (the learner's rows through the network, the others by
+    simple): each table still gets T learner decisions, each slot's inputs are the training
+    encoders' on that slot's observation, rewards sit where rounds ended, and the tables stop at
+    their learners' turns."""
+    from okgin_env.observation import view
+    from training.model import PolicyValueNet
+    from training.policy import encode_views
+    from training.tensor_rollout import TensorTables, collect_tensor_rollout
+    from training.train import Rollout
+
+    tables = TensorTables(24, learner_seat="alternate", episode="match", reward="points", seed=5)
+    tables.reset()
+    torch.manual_seed(5)
+    model = PolicyValueNet(tables.env.obs_size)
+    steps, rounds = 12, 0
+    for _ in range(3):
+        rollout = Rollout.allocate(steps, 24, tables.env.obs_size)
+        collect_tensor_rollout(model, tables, rollout, 25.0, imitate=imitate)
+        assert torch.equal(tables.env.current, tables.learner)
+        assert rollout.legal.any(-1).all() and rollout.legal.gather(2, rollout.actions[:, :, None]).all()
+        observations = rollout.observations.reshape(-1, tables.env.obs_size)
+        ids = rollout.action_ids.reshape(-1, rollout.action_ids.shape[-1])
+        masks = torch.zeros(len(ids), NUM_ACTIONS + 1, dtype=torch.int8).scatter_(1, ids, 1)[:, :NUM_ACTIONS]
+        views = [view({"observation": o, "action_mask": m}) for o, m in zip(observations.numpy(), masks.numpy())]
+        want, _ = encode_views(views, 2)
+        for got, expected in zip((rollout.contexts, rollout.action_features, rollout.action_ids, rollout.legal), want):
+            assert got.reshape(expected.shape).numpy().tobytes() == expected.numpy().tobytes()
+        assert all(v.acting_seat == 0 for v in views)  # the learner's own decisions only (its seat to act)
+        ends = rollout.round_ends.bool()
+        assert not rollout.rewards[~ends].any() and rollout.rounds == int(ends.sum())
+        assert rollout.round_points == pytest.approx(float(rollout.rewards[ends].double().sum()) * 25.0)
+        rounds += rollout.rounds
+    assert rounds >= 10

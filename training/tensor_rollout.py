@@ -7,7 +7,16 @@ every game (a fixed seat, or ``"alternate"``: the other seat after each episode)
 game waits for the learner again, with the learner's rewards since its last decision.
 ``collect_tensor_rollout`` fills ``training.train.Rollout`` buffers (on the device) from it with the
 same network inputs, bit for bit, as ``collect_rollout`` computes on the host
-(``okgin_env.tensor.network.decision_inputs``).
+(``okgin_env.tensor.network.decision_inputs``). It does not step the tables in lockstep (the
+learner's move, then the opponents' until every table waits for the learner: about 4 engine steps
+of the whole batch per learner decision, most games idle): every engine step plays every game
+once, the learner's decisions through one forward pass over the games where it is to act and
+``simple``'s in the others, about 2.2 engine steps per learner decision; observations are encoded
+only for the learner's decisions (``TensorEnv.step(observe=False)``, ``observe_rows``).
+
+Threads: ``training.train.run`` sets torch's CPU threads to ``Hyperparameters.torch_threads`` (1)
+on both paths; a caller that builds ``TensorTables`` itself on the CPU should call
+``torch.set_num_threads(1)`` too (on a shared or small machine two threads measured up to 10x slower).
 """
 
 from __future__ import annotations
@@ -82,10 +91,12 @@ class TensorTables:
     def close(self) -> None:
         pass
 
-    def inputs(self) -> tuple[torch.Tensor, ...]:
-        """The network's inputs of every game's learner decision: ``(observation, context, action
-        features, action ids, legal)``."""
-        return (self.env.observations, *decision_inputs(self.env))
+    def inputs(self, rows: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
+        """The network's inputs of the decision to make in the games ``rows`` (default: every
+        game, each at its learner's turn): ``(observation, context, action features, action ids, legal)``."""
+        if rows is None:
+            rows = self.env._rows
+        return (self.env.observe_rows(rows), *decision_inputs(self.env, rows=rows))
 
 
 def tensor_bootstrap_value(model: PolicyValueNet, tables: TensorTables) -> torch.Tensor:
@@ -96,33 +107,58 @@ def tensor_bootstrap_value(model: PolicyValueNet, tables: TensorTables) -> torch
 
 def collect_tensor_rollout(model: PolicyValueNet, tables: TensorTables, rollout, reward_scale: float,
                            imitate: bool = False) -> None:
-    """``training.train.collect_rollout`` on the tensor engine: every table's learner decides once
-    per step for T steps, sampled from the policy (``imitate``: the tensor ``simple`` chooses, the
-    imitation phase's teacher); the buffers of ``rollout`` live on the device."""
-    rollout.round_points, rollout.rounds = 0.0, 0
-    points = torch.zeros((), dtype=torch.float64, device=tables.device)
-    rounds = torch.zeros((), dtype=torch.int64, device=tables.device)
-    for t in range(rollout.actions.shape[0]):
-        inputs = tables.inputs()
-        with torch.no_grad():
-            logits, value = model(*inputs)
-            distribution = torch.distributions.Categorical(logits=logits)
-            if imitate:
-                teacher = simple_actions(tables.env, generator=tables.teacher_random)
-                chosen = (inputs[3] == teacher[:, None]).long().argmax(1)
-            else:
-                chosen = distribution.sample()
-            log_prob = distribution.log_prob(chosen)
-        actions = inputs[3].gather(1, chosen[:, None]).squeeze(1)
-        rewards, round_ended = tables.learner_step(actions)
-        points += rewards[round_ended].double().sum()
-        rounds += round_ended.sum()
-        (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
-         rollout.legal[t]) = inputs
-        rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
-        rollout.rewards[t] = rewards / reward_scale
-        rollout.round_ends[t] = round_ended.float()
-    rollout.round_points, rollout.rounds = float(points), int(rounds)
+    """``training.train.collect_rollout`` on the tensor engine: every table's learner decides T
+    times, sampled from the policy (``imitate``: the tensor ``simple`` chooses, the imitation
+    phase's teacher); the buffers of ``rollout`` live on the device, ``rollout.X[t, g]`` being
+    table g's t-th decision and what followed it until its next one (as ``collect_rollout``).
+
+    Every engine step plays every game once, whoever is to act: the learner's decisions (in one
+    forward pass over the games where it is to act) and ``simple``'s in the others, so no game
+    waits for the others' opponents. A table that has made its T decisions waits (inactive) at
+    its learner's next turn, where the bootstrap value is read and the next rollout starts.
+    """
+    steps, n = rollout.actions.shape
+    env, dev = tables.env, tables.device
+    made = torch.zeros(n, dtype=torch.int64, device=dev)  # decisions recorded per table
+    everyone = torch.arange(n, device=dev)
+    rollout.rewards.zero_()
+    rollout.round_ends.zero_()
+    while True:
+        learner_turn = env.current == tables.learner
+        waiting = learner_turn & (made >= steps)
+        if bool(waiting.all()):
+            break
+        deciding = (learner_turn & ~waiting).nonzero().squeeze(1)
+        actions = simple_actions(env, generator=tables._opponent_random)
+        if deciding.numel():
+            inputs = tables.inputs(deciding)
+            with torch.no_grad():
+                logits, value = model(*inputs)
+                distribution = torch.distributions.Categorical(logits=logits)
+                if imitate:
+                    teacher = simple_actions(env, generator=tables.teacher_random)[deciding]
+                    chosen = (inputs[3] == teacher[:, None]).long().argmax(1)
+                else:
+                    chosen = distribution.sample()
+                log_prob = distribution.log_prob(chosen)
+            actions[deciding] = inputs[3].gather(1, chosen[:, None]).squeeze(1)
+            slot = made[deciding]
+            for buffer, values in zip((rollout.observations, rollout.contexts, rollout.action_features,
+                                       rollout.action_ids, rollout.legal, rollout.actions, rollout.log_probs,
+                                       rollout.values), (*inputs, chosen, log_prob, value)):
+                buffer[slot, deciding] = values
+            made[deciding] += 1
+        out = env.step(actions, active=~waiting, observe=False)
+        if bool(out.illegal.any()):
+            raise ValueError(f"an illegal action in game {int(out.illegal.nonzero()[0, 0])}")
+        # What this step paid the learner and whether a round ended belong to its last decision.
+        last = (made - 1).clamp(min=0)
+        rollout.rewards[last, everyone] += out.rewards.gather(1, tables.learner[:, None]).squeeze(1)
+        rollout.round_ends[last, everyone] = torch.maximum(rollout.round_ends[last, everyone], out.round_over.float())
+        tables._switch_seats(out.terminated | out.truncated)
+    ended = rollout.round_ends > 0
+    rollout.round_points, rollout.rounds = float(rollout.rewards[ended].double().sum()), int(ended.sum())
+    rollout.rewards /= reward_scale
 
 
 __all__ = ["TensorTables", "collect_tensor_rollout", "resolve_device", "tensor_bootstrap_value"]

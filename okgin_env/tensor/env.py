@@ -165,6 +165,7 @@ class TensorEnv:
         self._card_values = torch.tensor(CARD_VALUES, dtype=torch.int64, device=dev)
         self._generator: torch.Generator | None = None
         self._given_actions: np.ndarray | None = None
+        self._observing = True  # step(observe=False) clears it for that step
         i64 = dict(dtype=torch.int64, device=dev)
         # Round state, one row per game (the fields of rules.round.RoundState).
         self.deck = torch.zeros(n, NUM_CARDS, **i64)  # the deck dealt, top first
@@ -332,17 +333,25 @@ class TensorEnv:
             mask[rows, KNOCK_BASE:] = throwable[rows] & (after <= self.knock_limit[rows, None])
         return mask
 
+    def observe_rows(self, rows: torch.Tensor) -> torch.Tensor:
+        """(len(rows), D) the observation of the seat to act in the games ``rows`` (what
+        ``observations[rows]`` holds after an observed step)."""
+        return encode_observations(self, rows, self.current[rows], over=False, mask=self._mask[rows])
+
     def _observe_acting(self) -> tuple[torch.Tensor, torch.Tensor]:
         mask = self._legal_masks()
         return encode_observations(self, self._rows, self.current, over=False, mask=mask), mask
 
     # ------------------------------------------------------------------ step
-    def step(self, actions: Any, active: Any = None) -> TensorStep:
+    def step(self, actions: Any, active: Any = None, observe: bool = True) -> TensorStep:
         """Play one action in every game (or in the games where ``active``, an (N,) bool tensor, is
         True: the others are left as they are, their actions unread) and restart finished episodes
-        (the module docstring)."""
+        (the module docstring). ``observe=False`` skips the observations (for a caller that encodes
+        only the games it needs with ``observe_rows``): the returned ``observation`` and
+        ``final_observation`` are None and ``observations`` is stale until the next observed step."""
         if self._generator is None:
             raise RuntimeError("call reset() before step()")
+        self._observing = observe
         acts = self._checked_actions(actions)
         if active is not None:
             if not isinstance(active, torch.Tensor) or active.dtype != torch.bool or active.shape != (self.num_envs,):
@@ -448,14 +457,17 @@ class TensorEnv:
         round_over = knock | wall
         terminated = torch.zeros(n, dtype=torch.bool, device=dev)
         truncated = torch.zeros_like(terminated)
-        final = torch.zeros(n, p, self.obs_size, dtype=torch.float32, device=dev)
+        final = torch.zeros(n, p, self.obs_size, dtype=torch.float32, device=dev) if self._observing else None
         scores = self.totals.clone()
         ended = round_over.nonzero().squeeze(1)
         if ended.numel():
             terminated, truncated, scores = end_rounds(self, ended, knock, rewards, final)
-        self._observation, self._mask = self._observe_acting()
-        return TensorStep(self._observation, self._mask, self.current.clone(), rewards, terminated, truncated,
-                          round_over, scores, final, illegal)
+        if self._observing:
+            self._observation, self._mask = self._observe_acting()
+        else:
+            self._mask = self._legal_masks()
+        return TensorStep(self._observation if self._observing else None, self._mask, self.current.clone(), rewards,
+                          terminated, truncated, round_over, scores, final, illegal)
 
     def _rebuild_stock(self, games: torch.Tensor) -> None:
         """docs/rules.md §9 (``RoundState._reshuffle``): the discard pile but its top, shuffled, goes
@@ -493,6 +505,10 @@ class TensorEnv:
     def action_masks(self) -> torch.Tensor:
         """(N, 107) bool: the current legal actions of every game's seat to act."""
         return self._mask.clone()
+
+    def observation_view(self) -> torch.Tensor:
+        """``observations`` without the copy: valid until the next ``step`` or ``reset``; not to be written."""
+        return self._observation
 
     def action_mask_view(self) -> torch.Tensor:
         """``action_masks`` without the copy: valid until the next ``step`` or ``reset``; not to be written."""

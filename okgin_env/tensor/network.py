@@ -29,30 +29,36 @@ def _stored(values: torch.Tensor, scale: float) -> torch.Tensor:
     return (values.double() / scale).float().double()
 
 
-def decision_inputs(env, width: int = MAX_LEGAL_ACTIONS) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(context (N, 6), action features (N, width, 17), action ids (N, width), legal (N, width))``
-    of the seat to act in every game of ``env`` (see the module docstring)."""
-    n, p, dev = env.num_envs, env.num_players, env.device
-    rows = env._rows
-    mask = env._mask
-    hand = env.hands[rows, env.current]
-    opponents = [(env.current + k) % p for k in range(1, p)]
+def decision_inputs(env, width: int = MAX_LEGAL_ACTIONS, rows: torch.Tensor | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(context (M, 6), action features (M, width, 17), action ids (M, width), legal (M, width))``
+    of the seat to act in the games ``rows`` of ``env`` (default: every game; see the module docstring)."""
+    p, dev = env.num_players, env.device
+    if rows is None:
+        rows = env._rows
+    n = rows.numel()
+    mask = env._mask[rows]
+    current = env.current[rows]
+    hand = env.hands[rows, current]
+    opponents = [(current + k) % p for k in range(1, p)]
     known = torch.stack([env.known[rows, seat] for seat in opponents]).any(0)
     passed = torch.stack([env.passed[rows, seat] for seat in opponents]).any(0)
-    taken = torch.nn.functional.one_hot(env.taken_card.clamp(min=0), NUM_CARDS).bool() & (env.taken_card >= 0)[:, None]
-    has_top = env.pile_len > 0
-    top_card = torch.where(has_top, env.pile[rows, (env.pile_len - 1).clamp(min=0)], -1)
-    unseen = ~(hand | env.pile_mask | known)
+    taken_card = env.taken_card[rows]
+    taken = torch.nn.functional.one_hot(taken_card.clamp(min=0), NUM_CARDS).bool() & (taken_card >= 0)[:, None]
+    pile_len = env.pile_len[rows]
+    has_top = pile_len > 0
+    top_card = torch.where(has_top, env.pile[rows, (pile_len - 1).clamp(min=0)], -1)
+    unseen = ~(hand | env.pile_mask[rows] | known)
     wants = _same_rank(known) | _neighbours(known, 1) | _neighbours(known, 2)
     avoids = _same_rank(passed) | _neighbours(passed, 1)
-    knock_limit = _stored(env.knock_limit, KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
-    stock = _stored(NUM_CARDS - env.stock_pos, STOCK_SCALE)
+    knock_limit = _stored(env.knock_limit[rows], KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
+    stock = _stored(NUM_CARDS - env.stock_pos[rows], STOCK_SCALE)
     # Deadwood: of the hand, after each throw, after taking the face-up card. The env's legality
     # check solved the discard phase's hands already; a face-up card to take or pass gives the
     # hand's own deadwood too (the hand plus that card, less that card); the rest are solved here.
-    discarding = env.phase == int(Phase.DISCARD)
-    hand_deadwood = torch.where(discarding, env._hand_deadwood, 0)
-    after_throw = env._deadwood_after
+    discarding = env.phase[rows] == int(Phase.DISCARD)
+    hand_deadwood = torch.where(discarding, env._hand_deadwood[rows], 0)
+    after_throw = env._deadwood_after[rows]
     take_after = torch.zeros(n, dtype=torch.int64, device=dev)
     offered_mask = has_top & mask[:, 1:DISCARD_BASE].any(1)
     offered = offered_mask.nonzero().squeeze(1)

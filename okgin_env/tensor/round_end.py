@@ -66,7 +66,7 @@ def end_rounds(env, ended: torch.Tensor, knock: torch.Tensor, rewards: torch.Ten
         pay_match_bonuses(env, ended[match_over], match_winner[match_over], rewards, scores)
     # Final observations of every seat where the episode ended (hands shown).
     done = ended[ended_terminated | truncated[ended]]
-    if done.numel():
+    if done.numel() and final is not None:  # (None: a step(observe=False))
         for seat in range(p):
             final[done, seat] = encode_observations(env, done, torch.full_like(done, seat), over=True,
                                              mask=torch.zeros(done.numel(), NUM_ACTIONS, dtype=torch.bool, device=dev))
