@@ -49,7 +49,7 @@ from typing import Any
 from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
-from .policy_loaders import is_policy_file
+from .policy_loaders import is_policy_file, policy_file_path
 from .rules.config import PRESETS, RulesConfig, check_seed, rule_options_of
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
@@ -444,7 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with sigterm_raises():
         try:
             options = rule_options_of(args.rule, args.target_score)
-            if is_policy_file(args.opponent) and os.path.isfile(args.opponent):  # else an error names it, shortened
+            if is_policy_file(args.opponent) and os.path.isfile(policy_file_path(args.opponent)):  # else an error names it
                 print(f"Loading the opponent {args.opponent} ...", flush=True)
             if args.record is not None:
                 from .records import check_record_path

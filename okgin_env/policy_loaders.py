@@ -155,10 +155,11 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
 
     Loaded once per process and rules, then reused.
     """
-    key = (os.fspath(path), rules)
+    spec = os.fspath(path)
+    key = (spec, rules)
     if key in _LOADED:
         return _LOADED[key]
-    path = policy_file_path(path)
+    path = policy_file_path(spec)
     if not os.path.exists(path):
         raise FileNotFoundError(f"policy file {shown(path)} does not exist")
     if not os.path.isfile(path):  # a folder, FIFO or device: a loader would fail on it, or block reading it
@@ -172,7 +173,8 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
         raise PolicyLoadError(f"cannot load policy file {shown(path)}: {type(error).__name__}: {error}; {INSTALL_HINT}") from error
     except Exception as error:  # noqa: BLE001 - whatever a loader raises on a bad file, the CLIs report it
         text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
-        raise PolicyLoadError(text if path in text else f"cannot load policy file {shown(path)}: {text}") from error
+        text = text.replace(path, spec)  # pretrained:NAME by its name, not the installed file's path
+        raise PolicyLoadError(text if spec in text else f"cannot load policy file {shown(spec)}: {text}") from error
     if not hasattr(policy, "act"):
         raise PolicyLoadError(f"the loader for {shown(path)} returned {type(policy).__name__}, which has no act(observation)")
     _LOADED[key] = policy

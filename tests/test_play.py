@@ -196,8 +196,9 @@ def test_bad_options_and_cli(monkeypatch, capsys):
 
 def test_a_policy_file_opponent_is_announced_while_it_loads(monkeypatch, capsys):
     monkeypatch.setattr("builtins.input", lambda prompt="": "q")
-    assert main(["--opponent", "checkpoints/okgin_classic.pt", "--seed", "1"]) == 0
-    assert "Loading the opponent checkpoints/okgin_classic.pt" in capsys.readouterr().out
+    for spec in ("checkpoints/okgin_classic.pt", "pretrained:classic"):
+        assert main(["--opponent", spec, "--seed", "1"]) == 0
+        assert f"Loading the opponent {spec}" in capsys.readouterr().out
 
 
 def test_taking_from_the_pile_says_which_card():

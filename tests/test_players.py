@@ -227,6 +227,9 @@ def test_a_shipped_policy_by_name_loads_from_any_folder(tmp_path, monkeypatch):
     assert okgin_training.load_policy("pretrained:standard", rules="standard").act is not None
     with pytest.raises(ValueError, match="unknown pretrained policy 'nobody'; allowed: pretrained:classic"):
         okgin_training.load_policy("pretrained:nobody")
+    for load in (okgin_training.load_policy, check_player):  # named by its spec, not the installed path
+        with pytest.raises(ValueError, match=r"^checkpoint pretrained:standard was trained for rules='standard', not "):
+            load("pretrained:standard")
 
 
 def test_an_agent_from_a_python_file_plays_in_every_tool(agent_file, monkeypatch, capsys):

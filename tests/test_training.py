@@ -724,10 +724,13 @@ def test_shipped_penalty_checkpoints_load_and_play_legal_moves_in_every_seat(num
     assert play_penalty_match_in_every_seat(policy, num_players, seed=11) > 0
     meta = load_checkpoint(path, rules="penalty", num_players=num_players)["metadata"]
     assert (meta["rules"], meta["num_players"]) == ("penalty", num_players)
-    # Its starts are shipped too, by the names the metadata gives: the first step, then the imitation.
-    first_step = load_checkpoint(CHECKPOINTS.parent / meta["improved_from"], rules="penalty", num_players=num_players)
+    # Its starts are kept too, in checkpoints/history/ by the file names the metadata gives (their
+    # paths of the time): the first step, then the imitation.
+    first_step = load_checkpoint(CHECKPOINTS / "history" / Path(meta["improved_from"]).name, rules="penalty",
+                                 num_players=num_players)
     assert meta["improved_from"] == meta["improvement_steps"][0]["file"]
-    assert (CHECKPOINTS.parent / first_step["metadata"]["improved_from"]).name == f"okgin_penalty_{num_players}p_imitation.pt"
+    imitation = CHECKPOINTS / "history" / Path(first_step["metadata"]["improved_from"]).name
+    assert imitation.name == f"okgin_penalty_{num_players}p_imitation.pt" and imitation.is_file()
     # A wrong preset or player count is refused.
     with pytest.raises(CheckpointError, match="rules='penalty', not 'classic'"):
         load_policy(path)

@@ -27,6 +27,7 @@ from okgin_env.features import decision_features_of_facts, facts_of_state
 from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
 from okgin_env.observation import view as observation_view
 from okgin_env.policy_loaders import policy_file_path
+from okgin_env.pretrained import is_pretrained
 from okgin_env.rules.actions import NUM_ACTIONS
 from okgin_env.rules.config import PRESETS, RulesConfig, is_int, make_config
 from okgin_env.rules.round import Phase
@@ -119,11 +120,17 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
     ``rules`` (a preset name or a ``RulesConfig``) and ``num_players``: what the caller plays; a
     file made for anything else is refused. ``None``: not checked.
     """
+    if is_pretrained(path):  # pretrained:NAME: the shipped file; messages name the spec
+        try:
+            installed = policy_file_path(path)
+        except ValueError as error:  # an unknown name
+            raise CheckpointError(str(error)) from None
+        try:
+            return load_checkpoint(installed, rules, num_players)
+        except CheckpointError as error:
+            raise CheckpointError(str(error).replace(installed, path)) from None
     want_rules, want_players = expected_rules(rules, num_players)
-    try:
-        path = Path(policy_file_path(path))  # pretrained:NAME: the shipped file
-    except ValueError as error:  # an unknown name
-        raise CheckpointError(str(error)) from None
+    path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
