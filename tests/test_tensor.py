@@ -561,3 +561,79 @@ def test_tensor_rollout_records_each_tables_learner_decisions_in_order(imitate):
         assert rollout.round_points == pytest.approx(float(rollout.rewards[ends].double().sum()) * 25.0)
         rounds += rollout.rounds
     assert rounds >= 10
+
+
+# ----------------------------------------------------------------------------- the showdown on the device
+
+
+def meldy_hand(rng, available: list[int], size: int) -> set[int]:
+    """``size`` cards of ``available`` (in its order), most of them in random sets and runs."""
+    hand: set[int] = set()
+    for _ in range(int(rng.integers(1, 4))):
+        if rng.random() < 0.5:
+            rank = int(rng.integers(13))
+            meld = {int(s) * 13 + rank for s in rng.choice(4, int(rng.choice([3, 3, 4])), replace=False)}
+        else:
+            suit, length = int(rng.integers(4)), int(rng.integers(3, 7))
+            low = int(rng.integers(0, 14 - length))
+            meld = {suit * 13 + r for r in range(low, low + length)}
+        hand |= meld & set(available)
+    hand = set(sorted(hand)[:size])
+    return hand | set([c for c in available if c not in hand][: size - len(hand)])
+
+
+def random_knocks(rng, count: int, config) -> list[tuple[list[int], int, int, int]]:
+    """``(hands, knocker, knock limit, upcard)`` of legal two-player knocks: hands built from random
+    sets and runs plus loose cards; half the defenders drawn mostly from the cards next to the
+    knocker's (so that layoffs, chains and clashes between melds' layoffs are common)."""
+    knocks = []
+    while len(knocks) < count:
+        deck = rng.permutation(52).tolist()
+        hand = meldy_hand(rng, deck, 10)
+        mask = sum(1 << c for c in hand)
+        limit = config.knock_limit if config.knock_limit is not None else int(rng.integers(0, 11))
+        if deadwood_of_mask(mask) > limit:
+            continue
+        rest = [c for c in deck if c not in hand]
+        if rng.random() < 0.5:
+            defender = meldy_hand(rng, rest, 10)
+        else:
+            near = [c for c in rest if any(c % 13 == k % 13 or (c // 13 == k // 13 and abs(c - k) <= 2) for k in hand)]
+            defender = set(near[: int(rng.integers(0, 9))])
+            defender |= set([c for c in rest if c not in defender][: 10 - len(defender)])
+        knocker = int(rng.integers(2))
+        hands = [0, 0]
+        hands[knocker], hands[1 - knocker] = mask, sum(1 << c for c in defender)
+        knocks.append((hands, knocker, limit, int(rng.choice([c for c in rest if c not in defender]))))
+    return knocks
+
+
+@pytest.mark.parametrize("rules, options", [("classic", {}), ("standard", {}),
+                                            ("classic", {"spade_double": True, "undercut_bonus": 0, "gin_bonus": 7})])
+def test_the_device_showdown_scores_knocks_as_the_rules_core(rules, options):
+    from okgin_env.rules.config import make_config
+    from okgin_env.rules.showdown import knock_outcome
+    from okgin_env.tensor.showdown import knock_points
+
+    config = make_config(rules, **options)
+    knocks = random_knocks(np.random.default_rng(31), 2500, config)
+    hands = torch.tensor([[[bool(h >> c & 1) for c in range(52)] for h in hands] for hands, *_ in knocks])
+    knocker, limit, upcard = (torch.tensor([k[i] for k in knocks]) for i in (1, 2, 3))
+    points, winner, on_host = knock_points(config, hands, knocker, limit, upcard, MeldTables.on(torch.device("cpu")))
+    kinds = set()
+    for i, (h, k, lim, up) in enumerate(knocks):
+        outcome = knock_outcome(config, h, k, lim, up, -1)
+        if not on_host[i]:
+            assert (points[i].tolist(), int(winner[i])) == (outcome.points, outcome.winner), (h, k, lim, up)
+            kinds.add(outcome.kind)
+    assert kinds == {"knock", "gin", "undercut"} and int(on_host.sum()) < len(knocks) // 20
+
+
+def test_rounds_with_every_knock_scored_on_the_device_equal_the_rules_core(monkeypatch):
+    import okgin_env.tensor.round_end as round_end
+
+    monkeypatch.setattr(round_end, "CPU_DEVICE_SHOWDOWNS", 0)  # the device showdown however few knocks a step has
+    env = TensorEnv(128, rules="classic", episode="match", max_rounds=8, spade_double=True)
+    assert play(env, 400, seed=33, policy="greedy") >= 400
+    env = TensorEnv(64, rules="standard", episode="round")
+    assert play(env, 300, seed=34, policy="random", knock_bias=0.9) >= 100

@@ -31,10 +31,25 @@ _SET_OPTIONS = (0b0000, 0b1111, 0b1110, 0b1101, 0b1011, 0b0111)
 MAX_SET_RANKS = 3
 
 
-class MeldTables:
-    """The solver's tables on one device (built once per device and reused)."""
+class DeviceTables:
+    """Tables built once per device and reused: ``Tables.on(device)``."""
 
-    _cache: dict[str, "MeldTables"] = {}
+    _cache: dict[str, "DeviceTables"]
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._cache = {}
+
+    @classmethod
+    def on(cls, device: torch.device):
+        key = str(device)
+        if key not in cls._cache:
+            cls._cache[key] = cls(device)
+        return cls._cache[key]
+
+
+class MeldTables(DeviceTables):
+    """The solver's tables on one device (built once per device and reused)."""
 
     def __init__(self, device: torch.device):
         size = 1 << NUM_RANKS
@@ -53,13 +68,6 @@ class MeldTables:
             k: options[torch.tensor(list(itertools.product(range(len(_SET_OPTIONS)), repeat=k)), dtype=torch.int64)].to(device)
             for k in range(1, MAX_SET_RANKS + 1)
         }
-
-    @classmethod
-    def on(cls, device: torch.device) -> "MeldTables":
-        key = str(device)
-        if key not in cls._cache:
-            cls._cache[key] = cls(device)
-        return cls._cache[key]
 
 
 def suit_masks(hands: torch.Tensor, tables: MeldTables) -> torch.Tensor:
