@@ -25,10 +25,16 @@ decisions::
 
 ``--ppo`` adds the whole PPO learner (rollout, advantages and the gradient steps of
 ``training.train.update_networks`` with the shipped hyperparameters; no evaluation), counting learner
-decisions, for the same two systems::
+decisions, for the same two systems (``--ppo-tables`` for today's, ``--ppo-tensor-tables`` for the
+tensor path's: the same network and update settings either way), and the gradient steps alone
+(``update_only``, over one collected rollout: what a learner with free rollouts would reach, the
+bound of any rollout speed-up)::
 
     ppo: system=today device=cpu tables=128 learner_decisions_per_s=...
-    ppo: system=tensor device=cpu tables=128 learner_decisions_per_s=...
+    ppo: system=tensor device=cpu tables=512 learner_decisions_per_s=...
+    ppo: system=update_only device=cpu tables=128 learner_decisions_per_s=...
+
+    python benchmarks/bench_tensor.py --ppo --ppo-tensor-tables 512 --rollout
 
 Medians of ``--repeats`` measurements of ``--seconds`` each, the systems interleaved. ``--threads``
 sets torch's CPU threads (default 1: the "one core" rows of the project's targets).
@@ -144,11 +150,11 @@ def ppo_loop(system: str, tables: int, device: str):
     torch.manual_seed(0)
     hyper = Hyperparameters()
     size = layout_for(2).size
-    on = "cpu" if system == "today" else device
+    on = device if system == "tensor" else "cpu"
     model = PolicyValueNet(size, hidden=hyper.hidden).to(on)
     optimizer = torch.optim.Adam(model.parameters(), lr=hyper.learning_rate, eps=1e-5)
     rollout = Rollout.allocate(hyper.rollout_length, tables, size, device=on)
-    if system == "today":
+    if system in ("today", "update"):
         env = VectorGymEnv(tables, opponents="simple", learner_seat="alternate", episode="match", reward="points")
         observations, infos = env.reset(seed=0)
         state = [observations, infos["action_mask"]]
@@ -156,6 +162,10 @@ def ppo_loop(system: str, tables: int, device: str):
         def collect() -> torch.Tensor:
             state[:] = collect_rollout(model, env, state[0], state[1], rollout, None, hyper.reward_scale)
             return bootstrap_value(model, env, state[0], state[1])
+
+        if system == "update":  # the gradient steps alone, over one collected rollout: the bound of both
+            fixed = collect()
+            collect = lambda: fixed  # noqa: E731
     else:
         env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
         env.reset(seed=0)
@@ -214,9 +224,11 @@ def main() -> None:
     tensor_tables = args.ppo_tensor_tables or args.ppo_tables
     ppo_today = f"ppo: system=today device=cpu tables={args.ppo_tables}"
     ppo_tensor = f"ppo: system=tensor device={args.device} tables={tensor_tables}"
+    ppo_update = f"ppo: system=update_only device=cpu tables={args.ppo_tables}"
     if args.ppo:
         systems[ppo_today] = lambda: ppo_loop("today", args.ppo_tables, "cpu")
         systems[ppo_tensor] = lambda: ppo_loop("tensor", tensor_tables, args.device)
+        systems[ppo_update] = lambda: ppo_loop("update", args.ppo_tables, "cpu")
     loops = {name: factory() for name, factory in systems.items()}
     rates: dict[str, list[float]] = {name: [] for name in systems}
     for name, loop in loops.items():
@@ -246,6 +258,9 @@ def main() -> None:
         per_repeat = [b / a for a, b in zip(rates[ppo_today], rates[ppo_tensor])]
         print(f"ratio ppo tensor (tables={tensor_tables}) / today (tables={args.ppo_tables}): {tensor / today:.2f}x "
               f"(per repeat {min(per_repeat):.2f}-{max(per_repeat):.2f}x)")
+        update = statistics.median(rates[ppo_update])
+        print(f"bound: a learner whose rollouts cost nothing runs at the update's rate, "
+              f"{update / today:.2f}x today's (update_only / today)")
 
 
 if __name__ == "__main__":

@@ -134,7 +134,7 @@ def collect_tensor_rollout(model: PolicyValueNet, tables: TensorTables, rollout,
             inputs = tables.inputs(deciding)
             with torch.no_grad():
                 logits, value = model(*inputs)
-                distribution = torch.distributions.Categorical(logits=logits)
+                distribution = torch.distributions.Categorical(logits=logits, validate_args=False)
                 if imitate:
                     teacher = simple_actions(env, generator=tables.teacher_random)[deciding]
                     chosen = (inputs[3] == teacher[:, None]).long().argmax(1)

@@ -80,10 +80,13 @@ def decision_inputs(env, width: int = MAX_LEGAL_ACTIONS, rows: torch.Tensor | No
     ], 1).float()
 
     # The legal actions in ascending order, then padding.
-    order = torch.arange(NUM_ACTIONS, device=dev)
-    ids = torch.where(mask, order, NUM_ACTIONS + order).sort(1).values[:, :width]
+    # (Each legal action goes to its rank among the legal ones: a scatter, cheaper than a sort;
+    # the illegal ones, and any past ``width``, to a last column that is dropped.)
+    order = torch.arange(NUM_ACTIONS, device=dev).expand(n, -1)
+    slot = mask.long().cumsum(1) - 1
+    slot = torch.where(mask & (slot < width), slot, width)
+    ids = torch.full((n, width + 1), NUM_ACTIONS, dtype=torch.int64, device=dev).scatter_(1, slot, order)[:, :width]
     legal = ids < NUM_ACTIONS
-    ids = torch.where(legal, ids, NUM_ACTIONS)
     throw = legal & (ids >= DISCARD_BASE)
     knock = legal & (ids >= KNOCK_BASE)
     kind = torch.where(ids >= KNOCK_BASE, 4, torch.where(ids >= DISCARD_BASE, 3, ids)).clamp(max=4)

@@ -58,8 +58,9 @@ class MeldTables(DeviceTables):
         rank_bits = 1 << torch.arange(NUM_RANKS, dtype=torch.int64)
         held = (masks[:, None] & rank_bits) != 0
         drop = torch.where(held, run[masks[:, None] & ~rank_bits], torch.full((), NO_CHOICE, dtype=torch.int64))
-        self.run = run.to(device)
-        self.drop = drop.to(device)  # (8192, 13)
+        # int32 (values up to 4 * NO_CHOICE): half the memory traffic of int64 in the (G, C, 4, 13) sums.
+        self.run = run.to(device=device, dtype=torch.int32)
+        self.drop = drop.to(device=device, dtype=torch.int32)  # (8192, 13)
         self.rank_bits = rank_bits.to(device)
         self.suit_bits = (1 << torch.arange(NUM_SUITS, dtype=torch.int64)).to(device)
         options = torch.tensor(_SET_OPTIONS, dtype=torch.int64)
@@ -84,15 +85,15 @@ def deadwood_after_each(hands: torch.Tensor, tables: MeldTables) -> tuple[torch.
     counts = hands.view(m, NUM_SUITS, NUM_RANKS).sum(1)  # (M, 13)
     is_set_rank = counts >= 3
     set_ranks = is_set_rank.sum(1)
-    best = torch.empty(m, dtype=torch.int64, device=device)
-    after = torch.empty(m, NUM_SUITS, NUM_RANKS, dtype=torch.int64, device=device)
+    best = torch.empty(m, dtype=torch.int32, device=device)
+    after = torch.empty(m, NUM_SUITS, NUM_RANKS, dtype=torch.int32, device=device)
 
     plain = set_ranks == 0
     rows = plain.nonzero().squeeze(1)
     if rows.numel():
         s = suits[rows]
         run = tables.run[s]  # (G, 4)
-        total = run.sum(1)
+        total = run.sum(1, dtype=torch.int32)
         best[rows] = total
         after[rows] = total[:, None, None] - run[:, :, None] + tables.drop[s]
     for k in range(1, MAX_SET_RANKS + 1):
@@ -112,13 +113,13 @@ def deadwood_after_each(hands: torch.Tensor, tables: MeldTables) -> tuple[torch.
         removed = (in_suit[None] * (1 << ranks)[:, None, :, None]).sum(2)  # (G, C, 4)
         rest = s[:, None, :] & ~removed
         run = tables.run[rest]  # (G, C, 4)
-        total = run.sum(-1) + torch.where(valid, 0, NO_CHOICE)  # (G, C)
+        total = run.sum(-1, dtype=torch.int32) + (~valid).int() * NO_CHOICE  # (G, C)
         best[rows] = total.min(1).values
         each = total[:, :, None, None] - run[:, :, :, None] + tables.drop[rest]  # (G, C, 4, 13)
         after[rows] = each.min(1).values
-    after = after.view(m, NUM_SUITS * NUM_RANKS)
+    after = after.view(m, NUM_SUITS * NUM_RANKS).long()
     after = torch.where(hands, after.clamp(max=NO_CHOICE), NO_CHOICE)
-    return best, after
+    return best.long(), after
 
 
 def deadwood(hands: torch.Tensor, tables: MeldTables) -> torch.Tensor:
