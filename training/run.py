@@ -5,6 +5,7 @@ and stopping on SIGINT/SIGTERM."""
 from __future__ import annotations
 
 import csv
+import math
 import multiprocessing as mp
 import os
 import signal
@@ -259,8 +260,12 @@ class RunLog:
             self.write({"update": progress.update, "decisions": progress.decisions,
                         "elapsed_s": round(progress.elapsed, 1), "phase": "evaluation", **result})
         tqdm.write(f"evaluation at {evaluated_at} decisions: {format_evaluation(result)}")
-        if result["win_rate_vs_simple"] > progress.best_win_rate:
-            progress.best_win_rate = result["win_rate_vs_simple"]
+        rate = result["win_rate_vs_simple"]
+        # The first evaluation is kept even if no match was decided (a win rate of nan), so that
+        # every evaluated run has a best.pt; any later evaluation with a win rate replaces it.
+        if rate > progress.best_win_rate or not self.files.best.exists():
+            if not math.isnan(rate):
+                progress.best_win_rate = rate
             payload = load_checkpoint(candidate)
             write_checkpoint(self.files.best, {**payload, "metadata": {**payload["metadata"], "evaluation": result}})
         candidate.unlink(missing_ok=True)
