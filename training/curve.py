@@ -2,11 +2,12 @@
 
 ``python -m training.curve --run-dir runs/curve`` trains one PPO run (``training.train``) under
 the ``standard`` preset (plain gin, knock at 10) against ``simple`` alone, one hand per episode
-paying +1 won, -1 lost, 0 drawn; its first ``--bc-updates`` updates imitate ``simple`` (the
-warm start, stated in every output). At each milestone (by default 0.5, 1, 2, 5, 10, 20 and 35
-million learner decisions) it stops training, measures the greedy policy on ``--hands`` fresh
-single hands against ``simple`` (mirrored deals, each from both seats; seed ``--eval-seed``,
-which training never uses; a 95% Wilson interval; a drawn hand is not won), then trains on.
+paying +1 won, -1 lost, 0 drawn, from random weights (``--bc-updates N``: its first N updates
+imitate ``simple`` instead, a warm start stated in every output). At each milestone (by default
+0.5, 1, 2, 5, 10, 20 and 35 million learner decisions) it stops training, measures the greedy
+policy on ``--hands`` fresh single hands against ``simple`` (mirrored deals, each from both
+seats; seed ``--eval-seed``, which training never uses; a 95% Wilson interval; a drawn hand is
+not won), then trains on.
 
 **Outputs** in ``--run-dir``: ``curve.csv`` (one row per milestone: decisions, hands, hands won,
 win rate and its interval, training wall time, evaluation time), ``curve.png`` (our points with
@@ -51,7 +52,8 @@ class CurveConfig:
     hands: int = setting(2000, "single hands per measurement (mirrored: rounded up to an even number)", low=2)
     eval_seed: int = setting(900_001, "seed of the measurement's deals (no training run uses it)", low=0)
     seed: int = setting(1, "training seed", low=0)
-    bc_updates: int = setting(5, "first updates imitate simple (the warm start; 0: from random weights)", low=0)
+    bc_updates: int = setting(0, "first updates imitate simple (a warm start; 0: from random weights, which learns "
+                              "faster: a policy that imitated simple stayed at simple's level, docs/research)", low=0)
     num_tables: int = setting(512, "games stepped together", low=1)
     device: str = setting("cpu", "the tensor engine on this torch device, or empty: the numpy engine on the host",
                           choices=("", "auto", "cpu", "cuda"))
