@@ -77,12 +77,9 @@ def milestones_of(config: CurveConfig) -> list[int]:
 
 def train_config(config: CurveConfig, decisions: int):
     """The ``training.train`` settings of the curve's run, trained up to ``decisions``."""
-    from .train import Hyperparameters, TrainConfig
+    from .train import TrainConfig
 
-    # PPO's constants but for larger steps: 3x the learning rate on minibatches twice the size (at
-    # the shipped 1e-4 an update moved the policy by an approx-KL of about 0.001; here 0.003-0.005).
-    hyper = Hyperparameters(learning_rate=3e-4, minibatch_size=2048)
-    return TrainConfig(hyper=hyper, seed=config.seed, rules="standard", total_decisions=decisions,
+    return TrainConfig(seed=config.seed, rules="standard", total_decisions=decisions,
                        num_tables=config.num_tables, bc_updates=config.bc_updates, opponent_pool="simple",
                        device=config.device, episode="round", round_reward="win", eval_every=10**9, eval_matches=20)
 

@@ -187,16 +187,16 @@ def stage_configs(config: PipelineConfig, root: Path) -> dict[str, Any]:
     """Each stage's settings, in order: a ``TrainConfig``, ``ImproveConfig``s, and the average's
     input files (what ``pipeline.json`` records)."""
     from .improve import FitSettings, ImproveConfig
-    from .train import Hyperparameters, TrainConfig
+    from .train import RECIPE_HYPERPARAMETERS, TrainConfig
 
     recipe, num_players = resolve(config)
     ppo = TrainConfig(seed=config.seed, rules=config.rules, num_players=config.num_players,
                       total_decisions=recipe.ppo_decisions, bc_updates=recipe.bc_updates, bc_teacher=recipe.bc_teacher,
                       outlook_features=recipe.outlook_features, opponent_pool=recipe.opponent_pool,
-                      eval_matches=recipe.ppo_eval_matches)
+                      eval_matches=recipe.ppo_eval_matches, hyper=RECIPE_HYPERPARAMETERS)
     if config.quick:  # small tables and rollouts, an evaluation every other update
         ppo = dataclasses.replace(ppo, num_tables=16, bc_updates=2, eval_every=2, eval_matches=4,
-                                  hyper=Hyperparameters(rollout_length=32))
+                                  hyper=dataclasses.replace(RECIPE_HYPERPARAMETERS, rollout_length=32))
     stages: dict[str, Any] = {"ppo": ppo}
     fitted = [root / "ppo" / "best.pt"]  # each stage's policy file: the PPO stage's, then step k's
     fit = FitSettings(chunk=20, epochs=1) if config.quick else FitSettings()
