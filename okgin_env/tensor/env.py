@@ -20,9 +20,11 @@ one device, every rule a batched tensor operation, no Python loop over games::
   ``options={"deck": decks, "dealer": dealers}`` fixes the first deal of every game: ``decks`` a
   (N, 52) integer tensor or array of card ids, top first (a permutation per row), ``dealers`` (N,)
   seats or one seat for all (as ``BatchEnv``'s options of the same names).
-* ``step(actions, active=None) -> TensorStep``: ``actions`` (N,) integers, one per game, for its
-  seat to act; ``active`` (N,) bool steps only those games (the others keep their state, and their
-  actions are not read): a learner and its opponents can take turns on one batch.
+* ``step(actions, active=None, observe=True) -> TensorStep``: ``actions`` (N,) integers, one per
+  game, for its seat to act; ``active`` (N,) bool steps only those games (the others keep their
+  state, and their actions are not read): a learner and its opponents can take turns on one batch.
+  ``observe=False`` skips the observations (``observation`` and ``final_observation`` are None) for
+  a caller that encodes only the games it needs with ``observe_rows(rows)``.
 * ``TensorStep`` fields, tensors on the env's device: ``observation`` (N, D) float32 and
   ``action_mask`` (N, 107) bool of the seat to act, ``current_player`` (N,) int64; ``rewards``
   (N, num_players) float32 (what the AEC env's ``rewards`` hold after that step); ``terminated``
@@ -51,8 +53,11 @@ one device, every rule a batched tensor operation, no Python loop over games::
   mask is ``RoundState.legal_parts``' and rewards and scores are the rules core's;
   ``tests/test_tensor.py`` plays thousands of random and greedy rounds and matches against the
   rules core with the decks this engine dealt. The showdown after a knock (the knocker's best
-  layout and the layoffs) is the rules core's own ``knock_outcome``, called on the host for the
-  games that knocked in the step (a few per hundred decisions); everything else stays on the device.
+  layout and the layoffs) is batched on the device for two-player points scoring
+  (``okgin_env.tensor.showdown``, exact against the rules core's ``knock_outcome``) on a GPU, and
+  on the CPU for steps with many knocks; other presets and small CPU steps (a few knocks per
+  hundred decisions) call ``knock_outcome`` on the host (``round_end.showdowns``); everything else
+  stays on the device.
 """
 
 from __future__ import annotations
