@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import inspect
 import os
-import reprlib
-import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from .echo import shown
 from .pretrained import is_pretrained, pretrained_path
 
 ENTRY_POINT_GROUP = "okgin.policy_loaders"
@@ -42,17 +41,6 @@ _LOADERS: dict[str, PolicyLoader] = {}
 _LOADED: dict[tuple[str, Any], Any] = {}  # (path, rules) -> policy, once per process
 
 
-_SHORT = reprlib.Repr()
-_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 80, 80, 3
-
-
-def shown(value: Any) -> str:
-    """``repr(value)`` cut to about 80 characters: what a message echoes of a spec or path, so that a
-    huge one (a 200,000-character spec) cannot flood the message."""
-    try:
-        return _SHORT.repr(value)
-    except ValueError:  # an int too long for Python to turn into text
-        return f"an int of more than {sys.get_int_max_str_digits()} digits"
 
 
 class PolicyLoadError(ValueError):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from importlib.resources import files
 
+from ..echo import shown
+
 #: Spec prefix of a shipped policy: ``pretrained:classic``.
 PREFIX = "pretrained:"
 #: Name -> file in this package (and in ``checkpoints/``). Rules and player count are in each file.
@@ -34,7 +36,5 @@ def pretrained_path(spec: str) -> str:
     """The installed file of ``pretrained:NAME`` (or of ``NAME``); a ValueError listing the names if unknown."""
     name = spec[len(PREFIX):] if is_pretrained(spec) else spec
     if name not in PRETRAINED:
-        from ..policy_loaders import shown  # (that module imports this one)
-
         raise ValueError(f"unknown pretrained policy {shown(name)}; allowed: {pretrained_names()}")
     return str(files(__name__) / PRETRAINED[name])

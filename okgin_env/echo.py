@@ -1,0 +1,19 @@
+"""What a message echoes of user input: ``shown(value)``, its repr cut to about 80 characters."""
+
+from __future__ import annotations
+
+import reprlib
+import sys
+from typing import Any
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 80, 80, 3
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to about 80 characters: what a message echoes of a spec or path, so that a
+    huge one (a 200,000-character spec) cannot flood the message."""
+    try:
+        return _SHORT.repr(value)
+    except ValueError:  # an int too long for Python to turn into text
+        return f"an int of more than {sys.get_int_max_str_digits()} digits"
