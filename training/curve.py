@@ -52,8 +52,8 @@ class CurveConfig:
     hands: int = setting(2000, "single hands per measurement (mirrored: rounded up to an even number)", low=2)
     eval_seed: int = setting(900_001, "seed of the measurement's deals (no training run uses it)", low=0)
     seed: int = setting(1, "training seed", low=0)
-    bc_updates: int = setting(0, "first updates imitate simple (a warm start; 0: from random weights, which learns "
-                              "faster: a policy that imitated simple stayed at simple's level, docs/research)", low=0)
+    bc_updates: int = setting(0, "first updates imitate simple (a warm start; 0: from random weights, as the JAX "
+                              "peer starts)", low=0)
     num_tables: int = setting(512, "games stepped together", low=1)
     device: str = setting("cpu", "the tensor engine on this torch device, or empty: the numpy engine on the host",
                           choices=("", "auto", "cpu", "cuda"))
