@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ torch = pytest.importorskip("torch")
 from okgin_env.rules.actions import DRAW_STOCK, KNOCK_BASE, TAKE_DISCARD  # noqa: E402
 from training.curve import CurveConfig, cli, milestones_of, run_curve  # noqa: E402
 from training.features import GIN_COLUMN, NUM_ACTION_FEATURES  # noqa: E402
-from training.train import Rollout, behaviour  # noqa: E402
+from training.train import Hyperparameters, Rollout, behaviour, parse_args, run  # noqa: E402
 
 pytestmark = pytest.mark.long
 
@@ -62,3 +63,14 @@ def test_behaviour_counts_knocks_gins_hands_and_upcards_taken():
     rollout.rounds = 2
     assert rollout.action_features.shape[-1] == NUM_ACTION_FEATURES
     assert behaviour(rollout) == {"hands_won": 0.5, "knock_rate": 1.0, "gin_rate": 0.5, "upcard_take_rate": 0.5}
+
+
+def test_training_says_its_engine_and_rounds_the_budget_up_to_whole_updates(tmp_path: Path, capsys):
+    hyper = Hyperparameters(rollout_length=8, bc_epochs=1, ppo_epochs=1, minibatch_size=32, eval_max_rounds=2)
+    config, _ = parse_args(["--num-tables", "4", "--bc-updates", "0", "--total-decisions", "40", "--eval-matches", "2",
+                            "--device", "cpu"])
+    summary = run(dataclasses.replace(config, hyper=hyper), tmp_path / "r", progress_bar=False)
+    out = capsys.readouterr().out
+    assert "training on the tensor engine (okgin_env.tensor) on cpu, torch 1 thread(s)" in out
+    assert "--total-decisions 40 runs to 64, whole updates" in out  # updates of 4 tables x 8 decisions
+    assert summary["decisions"] == 64

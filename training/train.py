@@ -433,8 +433,16 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     log = RunLog(files, fresh=not resumed)
     evaluator = Evaluator(config.eval_matches, config.seed, rules, hyper.eval_max_rounds)
     decisions_per_update = hyper.rollout_length * config.num_tables
+    # Training stops after whole updates: the budget is reached at the next multiple of an update.
+    planned = max(progress.decisions, -(-config.total_decisions // decisions_per_update) * decisions_per_update)
+    engine = (f"the tensor engine (okgin_env.tensor) on {device}" if config.device
+              else "the numpy engine (okgin_env.vector) on the host")
+    print(f"training on {engine}, torch {torch.get_num_threads()} thread(s); updates of {decisions_per_update:,} "
+          f"decisions ({config.num_tables} tables x {hyper.rollout_length})"
+          + (f": --total-decisions {config.total_decisions:,} runs to {planned:,}, whole updates"
+             if planned != config.total_decisions and progress.decisions < config.total_decisions else ""), flush=True)
     start = time.time() - progress.elapsed
-    bar = tqdm(total=config.total_decisions, initial=progress.decisions, disable=not progress_bar, unit="dec")
+    bar = tqdm(total=planned, initial=progress.decisions, disable=not progress_bar, unit="dec")
     saved = dataclasses.replace(progress) if resumed else None  # what last.pt holds, once this run wrote it
 
     with StopSignals() as stop:
