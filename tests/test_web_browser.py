@@ -139,6 +139,8 @@ def test_a_whole_round_in_the_browser(page, site, shots):
     page.wait_for_selector("#showdown:not([hidden])")
     assert page.is_hidden("#play-table")
     assert page.text_content("#showdown-title") == "You knock."
+    moves_shown = page.locator("#showdown-log li").all_text_contents()  # the round's moves, beside the showdown
+    assert moves_shown and "knock" in moves_shown[-1].lower(), moves_shown
     assert page.locator("#showdown-seats .seat").count() == 2
     assert page.locator('#showdown-seats .card.laid[data-card="3H"]').count() == 1  # the bot lays off 3H
     result = page.text_content("#showdown-result")

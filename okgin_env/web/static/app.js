@@ -100,11 +100,15 @@ function renderPlay(state) {
   sessionStorage.setItem("okgin-game", state.game_id);
   $("score").textContent = scoreText(state);
   $("match-info").textContent = `Round ${state.round} \u00b7 ${state.rules}`;
+  const events = () => state.log.map((e) => el("li", { text: eventText(state, e) }));
   const log = $("log");
-  log.replaceChildren(...state.log.map((e) => el("li", { text: eventText(state, e) })));
+  log.replaceChildren(...events());
   log.scrollTop = log.scrollHeight;
   if (state.showdown) {
     $("play-table").hidden = true;
+    // The round's moves stay in view: a round the other seats end before the person's first turn
+    // (the upcard taken and a knock at once) would otherwise open on a showdown with no story.
+    $("showdown-log").replaceChildren(...events());
     renderShowdown(state.showdown, state.players, state.seat, "showdown");
     $("showdown").hidden = false;
     $("next-round").hidden = state.match_over;
