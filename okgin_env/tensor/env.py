@@ -73,6 +73,7 @@ from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, P
 from ..rules.cards import CARD_VALUES, NUM_CARDS
 from ..rules.config import RulesConfig, check_seed, is_int, make_config
 from ..rules.round import STOCK_LEFT_AT_WALL, Phase
+from .arguments import check_device, generator_seed
 from .encode import encode_observations
 from .round_end import end_rounds
 from .solver import NO_CHOICE, MeldTables, deadwood_after_each
@@ -95,36 +96,6 @@ class TensorStep(NamedTuple):
     scores: torch.Tensor  # (N, num_players) int64: match totals after the action, before a restart
     final_observation: torch.Tensor  # (N, num_players, D) float32: every seat's last observation where an episode ended
     illegal: torch.Tensor  # (N,) bool: with illegal="report", the games whose action was refused
-
-
-#: The device types a TensorEnv runs on: real memory and a torch.Generator ("meta" has neither).
-DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
-#: Seeds from here up are reduced to 63 bits through numpy's SeedSequence (torch's generator takes 64).
-BIG_SEED = 1 << 63
-
-
-def check_device(device: Any) -> torch.device:
-    """``device`` as a ``torch.device`` this torch can use; ValueError naming what is allowed."""
-    allowed = f"allowed: a {', '.join(DEVICE_TYPES)} device that torch can use here (e.g. 'cpu', 'cuda', 'cuda:0')"
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"device={device!r} is not a torch device ({error}); {allowed}") from None
-    if parsed.type not in DEVICE_TYPES:
-        raise ValueError(f"device={device!r} is not allowed; {allowed}")
-    try:
-        torch.zeros(1, device=parsed)
-    except (RuntimeError, TypeError, AssertionError) as error:  # CPU-only torch: AssertionError for cuda
-        raise ValueError(f"device={device!r} is not usable here: {error}; {allowed}") from None
-    return parsed
-
-
-def generator_seed(seed: int) -> int:
-    """The ``torch.Generator`` seed of a reset seed: itself below 2**63, else 63 bits of numpy's
-    ``SeedSequence(seed)`` (any non-negative int, as the AEC env takes)."""
-    if seed < BIG_SEED:
-        return seed
-    return int(np.random.SeedSequence(seed).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
 class TensorEnv:
@@ -170,7 +141,6 @@ class TensorEnv:
         self._card_values = torch.tensor(CARD_VALUES, dtype=torch.int64, device=dev)
         self._generator: torch.Generator | None = None
         self._given_actions: np.ndarray | None = None
-        self._observing = True  # step(observe=False) clears it for that step
         i64 = dict(dtype=torch.int64, device=dev)
         # Round state, one row per game (the fields of rules.round.RoundState).
         self.deck = torch.zeros(n, NUM_CARDS, **i64)  # the deck dealt, top first
@@ -356,7 +326,6 @@ class TensorEnv:
         ``final_observation`` are None and ``observations`` is stale until the next observed step."""
         if self._generator is None:
             raise RuntimeError("call reset() before step()")
-        self._observing = observe
         acts = self._checked_actions(actions)
         if active is not None:
             if not isinstance(active, torch.Tensor) or active.dtype != torch.bool or active.shape != (self.num_envs,):
@@ -369,9 +338,9 @@ class TensorEnv:
         if self.illegal == "raise":
             if not bool(legal.all()):
                 self._raise_illegal(acts, legal)
-            return self._apply(acts, active, torch.zeros_like(legal))
+            return self._apply(acts, active, torch.zeros_like(legal), observe)
         play = legal if active is None else legal & active
-        return self._apply(acts, play, ~legal)
+        return self._apply(acts, play, ~legal, observe)
 
     def _checked_actions(self, actions: Any) -> torch.Tensor:
         n = self.num_envs
@@ -400,8 +369,9 @@ class TensorEnv:
         what = f"{a} ({action_str(a)})" if 0 <= a < NUM_ACTIONS else f"{a} (out of range 0..{NUM_ACTIONS - 1})"
         raise ValueError(f"game {g}: action {what} is not legal for seat {int(self.current[g])}; legal: {names}")
 
-    def _apply(self, acts: torch.Tensor, play: torch.Tensor | None, illegal: torch.Tensor) -> TensorStep:
-        """Play ``acts`` in the games where ``play`` (None: all); ``illegal`` is returned as is."""
+    def _apply(self, acts: torch.Tensor, play: torch.Tensor | None, illegal: torch.Tensor, observe: bool) -> TensorStep:
+        """Play ``acts`` in the games where ``play`` (None: all); ``illegal`` is returned as is;
+        ``observe``: as ``step``'s."""
         n, p, dev = self.num_envs, self.num_players, self.device
         one_hot = torch.nn.functional.one_hot
         rows = self._rows
@@ -462,16 +432,16 @@ class TensorEnv:
         round_over = knock | wall
         terminated = torch.zeros(n, dtype=torch.bool, device=dev)
         truncated = torch.zeros_like(terminated)
-        final = torch.zeros(n, p, self.obs_size, dtype=torch.float32, device=dev) if self._observing else None
+        final = torch.zeros(n, p, self.obs_size, dtype=torch.float32, device=dev) if observe else None
         scores = self.totals.clone()
         ended = round_over.nonzero().squeeze(1)
         if ended.numel():
             terminated, truncated, scores = end_rounds(self, ended, knock, rewards, final)
-        if self._observing:
+        if observe:
             self._observation, self._mask = self._observe_acting()
         else:
             self._mask = self._legal_masks()
-        return TensorStep(self._observation if self._observing else None, self._mask, self.current.clone(), rewards,
+        return TensorStep(self._observation if observe else None, self._mask, self.current.clone(), rewards,
                           terminated, truncated, round_over, scores, final, illegal)
 
     def _rebuild_stock(self, games: torch.Tensor) -> None:
@@ -511,10 +481,6 @@ class TensorEnv:
         """(N, 107) bool: the current legal actions of every game's seat to act."""
         return self._mask.clone()
 
-    def observation_view(self) -> torch.Tensor:
-        """``observations`` without the copy: valid until the next ``step`` or ``reset``; not to be written."""
-        return self._observation
-
     def action_mask_view(self) -> torch.Tensor:
         """``action_masks`` without the copy: valid until the next ``step`` or ``reset``; not to be written."""
         return self._mask
@@ -525,4 +491,4 @@ class TensorEnv:
         return (self.hands.long() * self._card_bits).sum(-1)
 
 
-__all__ = ["DEVICE_TYPES", "ILLEGAL_MODES", "TensorEnv", "TensorStep", "check_device", "generator_seed"]
+__all__ = ["ILLEGAL_MODES", "TensorEnv", "TensorStep"]
