@@ -146,7 +146,6 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
         raise ValueError(f"--run-dir {root} already holds a curve; continue it with --resume or give another folder")
     warm_start = f"warm start: {config.bc_updates} updates imitating simple" if config.bc_updates else "no warm start"
     rows = read_rows(csv_path)
-    done = {int(row["decisions"]) for row in rows}
     if not csv_path.exists():
         with open(csv_path, "w", newline="") as handle:
             csv.DictWriter(handle, CSV_FIELDS).writeheader()
@@ -159,7 +158,7 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
         if stopped:
             break
         decisions = summary["decisions"]  # whole updates: at or just past the milestone
-        if any(d >= milestone for d in done):  # measured before a stop
+        if any(int(row["decisions"]) >= milestone for row in rows):  # measured before a stop
             continue
         kept = root / f"milestone_{decisions}.pt"
         shutil.copyfile(train_dir / "last.pt", kept)
@@ -170,7 +169,6 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
         with open(csv_path, "a", newline="") as handle:
             csv.DictWriter(handle, CSV_FIELDS).writerow(row)
         rows.append({key: str(value) for key, value in row.items()})
-        done.add(decisions)
         print(f"{decisions / 1e6:.2f}M decisions: {100 * result['win_rate']:.1f}% "
               f"[{100 * result['ci_low']:.1f}, {100 * result['ci_high']:.1f}] of {result['hands']} hands won "
               f"(training {summary['elapsed_s'] / 60:.1f} min)", flush=True)
