@@ -85,9 +85,10 @@ from .episode import (
     check_seed,
     end_of_round,
     observation_bounds,
+    seat_observation,
 )
-from .features import fill_features, parts_of_words, with_features
-from .observation import PackedEncoder, check_observation, encode, layout_for
+from .features import fill_features, parts_of_words
+from .observation import PackedEncoder, check_observation, layout_for
 from .rules.actions import NUM_ACTIONS, action_str
 from .rules.config import RulesConfig, is_int, make_config
 from .rules.match import MatchState
@@ -95,7 +96,6 @@ from .rules.round import Phase, RoundState, check_deck
 
 _DISCARD = Phase.DISCARD  # (an Enum member lookup is slow: not in the per-game loop)
 OWN_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "copy", "keep_outcomes", "observation")
-_NO_ACTIONS = np.zeros(NUM_ACTIONS, dtype=np.int8)  # the mask of every seat once an episode is over
 
 
 class BatchStep(NamedTuple):
@@ -345,9 +345,8 @@ class BatchEnv:
             dones[j] = True
             target = self.config.target_score
             totals = match.round_totals  # as the AEC env's observe: without the house-rule bonuses
-            final = np.stack([encode(match.round, totals, target, seat) for seat in range(self.num_players)])
-            if self._features:
-                final = np.stack([with_features(seat_obs, _NO_ACTIONS) for seat_obs in final])
+            final = np.stack([seat_observation(match.round, totals, target, seat, self.observation, to_act=False)
+                              ["observation"] for seat in range(self.num_players)])
             add_info(infos, "final_obs", j, final, m)
             match = MatchState(self.config, self._rngs[g])
             self._matches[g] = match

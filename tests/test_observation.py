@@ -621,3 +621,36 @@ def test_the_checks_accept_every_observation_of_real_games():
     negative_zero = observation["observation"].copy()
     negative_zero[negative_zero == 0] = -0.0
     assert view({**observation, "observation": negative_zero}) == view(observation)
+
+
+def test_every_producer_reads_the_one_seat_view(monkeypatch):
+    """What a seat may see is decided in ``observation.seat`` only: a changed rule there (here:
+    the seat's own hand hidden) changes ``encode``, both ``PackedEncoder`` paths, ``view_of_state``
+    and the network's facts alike."""
+    import importlib
+
+    from okgin_env.features.facts import facts_of_state
+
+    encode_module = importlib.import_module("okgin_env.observation.encode")  # the module, not the function
+    seat = importlib.import_module("okgin_env.observation.seat")
+
+    env = okgin_env.env(rules="classic")
+    env.reset(seed=5)
+    st = env.unwrapped.round_state
+    assert st.hands[st.current] and encode(st, [0, 0], 100, st.current)[:52].any()
+    rule = seat.seat_views
+
+    def hand_hidden(states, seats):
+        return [view._replace(planes=(0, *view.planes[1:])) for view in rule(states, seats)]
+
+    monkeypatch.setattr(seat, "seat_views", hand_hidden)
+    monkeypatch.setattr(encode_module, "seat_views", hand_hidden)
+    layout = layout_for(2)
+    assert not encode(st, [0, 0], 100, st.current)[layout.slices["hand"]].any()
+    encoder = PackedEncoder(2, 100)
+    for words in (encoder.pack_acting([st], [0]), encoder.pack_seats([st], [0], [st.current])):
+        obs, masks = np.empty((1, encoder.size), np.float32), np.empty((1, 107), np.int8)
+        encoder.unpack(words, np.zeros((1, 2)), obs, masks)
+        assert not obs[0, layout.slices["hand"]].any()
+    assert view_of_state(st, [0, 0], 100, st.current).hand == 0
+    assert facts_of_state(st, st.current).hand == 0

@@ -637,3 +637,32 @@ def test_rounds_with_every_knock_scored_on_the_device_equal_the_rules_core(monke
     assert play(env, 400, seed=33, policy="greedy") >= 400
     env = TensorEnv(64, rules="standard", episode="round")
     assert play(env, 300, seed=34, policy="random", knock_bias=0.9) >= 100
+
+
+@pytest.mark.parametrize("rules, num_players", [("classic", 2), ("penalty", 3), ("penalty", 4)])
+def test_the_device_seat_view_is_the_rules_cores_for_every_seat(rules, num_players):
+    """``seat_view_tensors`` mirrors ``observation.seat_view``, the one statement of what a seat
+    may see: every plane, the acting seat and the dealer offset, for every seat of every game."""
+    from okgin_env.observation import seat_view
+    from okgin_env.tensor.encode import seat_view_tensors
+
+    env = TensorEnv(40, rules=rules, num_players=num_players, episode="round")
+    out = env.reset(seed=31)
+    ref = Reference(env)
+    generator = torch.Generator().manual_seed(31)
+    rows = torch.arange(env.num_envs)
+    checked = taken = 0
+    for _ in range(60):
+        for seat in range(num_players):
+            planes, acting, from_dealer = seat_view_tensors(env, rows, torch.full_like(rows, seat), over=False)
+            for g, match in enumerate(ref.matches):
+                want = seat_view(match.round, seat)
+                got = [sum(1 << int(c) for c in torch.nonzero(plane).flatten()) for plane in planes[g]]
+                assert tuple(got) == want.planes, (g, seat)
+                assert (int(acting[g]), int(from_dealer[g])) == (want.acting_seat, want.seat_from_dealer)
+                checked += 1
+                taken += want.taken_card >= 0
+        actions = random_actions(out.action_mask, generator)
+        out = env.step(actions)
+        ref.step(actions.numpy(), out)
+    assert checked == 60 * 40 * num_players and taken > 0

@@ -17,10 +17,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..observation import KNOCK_LIMIT_SCALE, STOCK_SCALE, ObservationView
+from ..observation import KNOCK_LIMIT_SCALE, STOCK_SCALE, ObservationView, seat_view
 from ..rules.cards import NUM_CARDS, NUM_RANKS, NUM_SUITS, SUIT_MASK
 from ..rules.melds import best_discard_deadwood_of_mask, deadwood_after_discards, deadwood_of_mask
-from ..rules.round import Phase, RoundState
+from ..rules.round import RoundState
 
 # ----------------------------------------------------------------------------- card relations
 # Every function here works on a Python int mask and, element by element, on a numpy int64 array of
@@ -159,18 +159,15 @@ def facts_of_state(round_state: RoundState, observer: int) -> _Facts:
     without building the view (labelling's rollouts hold the states). Equal field by field
     (``tests/test_features.py``)."""
     st = round_state
-    n = st.num_players
-    over = st.phase is Phase.OVER
-    opponents_known = st.hands if over else st.known
+    seen = seat_view(st, observer)
     known = passed = 0
-    for k in range(1, n):
-        seat = (observer + k) % n
-        known |= opponents_known[seat]
-        passed |= st.passed[seat]
-    taken = 1 << st.taken_card if st.taken_card >= 0 and st.current == observer and not over else 0
+    for k_known, k_passed in zip(seen.opponent_known, seen.opponent_passed):
+        known |= k_known
+        passed |= k_passed
+    taken = seen.planes[1]  # a mask, as _Facts holds it
     knock_limit = _stored(st.knock_limit, KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
-    return _Facts(st.hands[observer], taken, st.discard_pile[-1] if st.discard_pile else -1, st.pile_mask, known,
-                  passed, knock_limit, _stored(len(st.stock), STOCK_SCALE))
+    return _Facts(seen.hand, taken, seen.discard_top, seen.discard_pile, known, passed, knock_limit,
+                  _stored(len(st.stock), STOCK_SCALE))
 
 
 # ----------------------------------------------------------------------------- bit counts of many masks

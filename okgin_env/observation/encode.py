@@ -9,26 +9,21 @@ import numpy as np
 
 from ..rules.actions import DISCARD_BASE, KNOCK_BASE
 from ..rules.cards import NUM_CARDS
-from ..rules.round import Phase, RoundState
+from ..rules.round import RoundState
 from .layout import KNOCK_LIMIT_SCALE, STOCK_SCALE, TARGET_SCALE, _size, layout_for
+from .seat import seat_view, seat_views
 
 
 def encode(round_state: RoundState, scores: list[int], target_score: int, observer: int) -> np.ndarray:
     """The observation of seat ``observer`` (float32, ``layout_for(n).size`` entries)."""
     st = round_state
     n = st.num_players
-    over = st.phase is Phase.OVER
-    taken = 1 << st.taken_card if st.taken_card >= 0 and st.current == observer and not over else 0
-    top = 1 << st.discard_pile[-1] if st.discard_pile else 0
+    seen = seat_view(st, observer)
     # All card planes packed into one big int, then unpacked to bits in a single numpy call.
-    bits = st.hands[observer] | taken << 52 | top << 104 | st.pile_mask << 156 | (1 << st.upcard) << 208
-    shift = 260
-    for k in range(1, n):
-        seat = (observer + k) % n
-        known = st.hands[seat] if over else st.known[seat]
-        bits |= known << shift | st.passed[seat] << (shift + 52)
-        shift += 104
-    num_bits = shift
+    bits = 0
+    for k, plane in enumerate(seen.planes):
+        bits |= plane << (NUM_CARDS * k)
+    num_bits = NUM_CARDS * len(seen.planes)
     planes = np.unpackbits(np.frombuffer(bits.to_bytes((num_bits + 7) // 8, "little"), np.uint8), bitorder="little")
     obs = np.zeros(_size(n), dtype=np.float32)
     obs[:num_bits] = planes[:num_bits]
@@ -37,10 +32,10 @@ def encode(round_state: RoundState, scores: list[int], target_score: int, observ
     obs[i + 1] = len(st.stock) / STOCK_SCALE
     obs[i + 2 + int(st.phase)] = 1.0
     i += 6
-    if not over:
-        obs[i + (st.current - observer) % n] = 1.0
+    if seen.acting_seat is not None:
+        obs[i + seen.acting_seat] = 1.0
     i += n
-    obs[i + (observer - st.dealer) % n] = 1.0
+    obs[i + seen.seat_from_dealer] = 1.0
     i += n
     for k in range(n):
         obs[i + k] = scores[(observer + k) % n] / target_score
@@ -90,58 +85,26 @@ class PackedEncoder:
 
     def pack_acting(self, rounds: Sequence[RoundState], games) -> list[int]:
         """The words of the seat to act in ``rounds[g]`` for each ``g`` of ``games`` (no round over)."""
-        n = self.num_players
-        acting, dealer_bit = 1 << _ACTING_BIT, self._dealer_bit
-        two, others = n == 2, range(1, n)
-        words: list[int] = []
-        put = words.extend
-        for g in games:
-            st = rounds[g]
-            cur = st.current
-            small, playable, knocks = st.legal_parts()
-            taken = st.taken_card
-            pile = st.discard_pile
-            flags = 1 << st.phase | acting | small << _MASK_BIT | 1 << (dealer_bit + (cur - st.dealer) % n)
-            extras = len(st.stock) | st.knock_limit << 8 | cur << 16 | st.reshuffles << 24
-            top = 1 << pile[-1] if pile else 0
-            taken_bit = 1 << taken if taken >= 0 else 0
-            if two:
-                other = 1 - cur
-                put((st.hands[cur], taken_bit, top, st.pile_mask, 1 << st.upcard, st.known[other], st.passed[other],
-                     flags, playable, knocks, extras))
-            else:
-                put((st.hands[cur], taken_bit, top, st.pile_mask, 1 << st.upcard))
-                known, passed = st.known, st.passed
-                for k in others:
-                    seat = (cur + k) % n
-                    put((known[seat], passed[seat]))
-                put((flags, playable, knocks, extras))
-        return words
+        return self.pack_seats(rounds, games, None)
 
-    def pack_seats(self, rounds: Sequence[RoundState], games, seats) -> list[int]:
-        """The words of seat ``seats[j]`` in ``rounds[games[j]]`` (any seat; a round may be over)."""
-        n = self.num_players
+    def pack_seats(self, rounds: Sequence[RoundState], games, seats: Sequence[int] | None) -> list[int]:
+        """The words of seat ``seats[j]`` in ``rounds[games[j]]`` (any seat; a round may be over;
+        ``seats`` None: each game's seat to act)."""
+        acting_bit, dealer_bit = _ACTING_BIT, self._dealer_bit
         words: list[int] = []
         put = words.extend
-        for g, seat in zip(games, seats):
-            st = rounds[g]
-            cur = st.current
-            over = st.phase is Phase.OVER
-            flags = 1 << st.phase | 1 << (self._dealer_bit + (seat - st.dealer) % n)
-            taken_bit = playable = knocks = 0
-            if cur == seat and not over:
+        states = [rounds[g] for g in games]
+        for st, (planes, acting, from_dealer, to_act) in zip(states, seat_views(states, seats)):
+            flags = 1 << st.phase | 1 << (dealer_bit + from_dealer)
+            if to_act:
                 small, playable, knocks = st.legal_parts()
-                flags |= 1 << _ACTING_BIT | small << _MASK_BIT
-                if st.taken_card >= 0:
-                    taken_bit = 1 << st.taken_card
-            elif not over:
-                flags |= 1 << (_ACTING_BIT + (cur - seat) % n)
-            pile = st.discard_pile
-            put((st.hands[seat], taken_bit, 1 << pile[-1] if pile else 0, st.pile_mask, 1 << st.upcard))
-            for k in range(1, n):
-                other = (seat + k) % n
-                put((st.hands[other] if over else st.known[other], st.passed[other]))
-            put((flags, playable, knocks, len(st.stock) | st.knock_limit << 8 | cur << 16 | st.reshuffles << 24))
+                flags |= 1 << acting_bit | small << _MASK_BIT
+            else:
+                playable = knocks = 0
+                if acting is not None:
+                    flags |= 1 << (acting_bit + acting)
+            put((*planes, flags, playable, knocks,
+                 len(st.stock) | st.knock_limit << 8 | st.current << 16 | st.reshuffles << 24))
         return words
 
     def unpack(self, words: list[int], scores: np.ndarray, observations: np.ndarray, masks: np.ndarray,

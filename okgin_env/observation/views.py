@@ -28,6 +28,7 @@ from ..rules.round import Phase, RoundState
 from .layout import (
     KNOCK_LIMIT_SCALE, PLAYER_COUNTS, STOCK_SCALE, TARGET_SCALE, _size, _slices, added_decoder, layout_for, layout_of,
 )
+from .seat import seat_view
 
 
 @dataclass(frozen=True)
@@ -251,26 +252,25 @@ def view_of_state(round_state: RoundState, scores: list[int], target_score: int,
     that it equals ``view({"observation": encode(...), "action_mask": legal_mask()})`` field by field."""
     st = round_state
     n = st.num_players
-    over = st.phase is Phase.OVER
-    others = [(observer + k) % n for k in range(1, n)]
+    seen = seat_view(st, observer)
     return ObservationView(
         num_players=n,
-        hand=st.hands[observer],
-        taken_card=st.taken_card if st.taken_card >= 0 and st.current == observer and not over else -1,
-        discard_top=st.discard_pile[-1] if st.discard_pile else -1,
-        discard_pile=st.pile_mask,
-        upcard=st.upcard,
-        opponent_known=[st.hands[seat] if over else st.known[seat] for seat in others],
-        opponent_passed=[st.passed[seat] for seat in others],
+        hand=seen.hand,
+        taken_card=seen.taken_card,
+        discard_top=seen.discard_top,
+        discard_pile=seen.discard_pile,
+        upcard=seen.upcard,
+        opponent_known=list(seen.opponent_known),
+        opponent_passed=list(seen.opponent_passed),
         knock_limit=st.knock_limit,
         stock_size=len(st.stock),
         phase=st.phase,
-        acting_seat=None if over else (st.current - observer) % n,
-        seat_from_dealer=(observer - st.dealer) % n,
+        acting_seat=seen.acting_seat,
+        seat_from_dealer=seen.seat_from_dealer,
         scores=[scores[(observer + k) % n] for k in range(n)],
         target_score=target_score,
         reshuffles=st.reshuffles,
-        legal=list(st.legal_actions()) if st.current == observer and not over else [],
+        legal=list(st.legal_actions()) if seen.to_act else [],
     )
 
 
