@@ -44,7 +44,7 @@ each agent its own copy.
 **Options.** ``rules`` (a preset name or a ``RulesConfig``), ``num_players`` (default None: the
 preset's or the config's own count), every rule option of ``docs/rules.md`` (``gin_bonus``,
 ``undercut_bonus``, ``target_score``, ``ace_upcard_gin_only``, ``allow_discard_taken``,
-``max_turns``, ``max_reshuffles``, ``spade_double``, ``box_bonus``, ``game_bonus``,
+``knock_limit``, ``max_turns``, ``max_reshuffles``, ``spade_double``, ``box_bonus``, ``game_bonus``,
 ``shutout_multiplier``), ``episode``, ``reward``, ``max_rounds``,
 ``render_mode`` (``"human"``, ``"ansi"``, ``"rgb_array"``) and ``illegal_action``: ``"raise"``
 (default: a ValueError naming the legal actions) or, for ``env()``, ``"terminate"`` (PettingZoo's

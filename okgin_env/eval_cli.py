@@ -21,12 +21,12 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .episode import DEFAULT_MAX_ROUNDS, EPISODES
-from .rules.config import PRESETS, rule_options_of
+from .episode import DEFAULT_MAX_ROUNDS
 from .eval_results import check_output_prefix
 from .evaluate import MAX_WORKERS, EvaluationInterrupted, RecordsNotWritten, evaluate
 from .players import bot_help
 from .signals import sigterm_raises
+from .table_cli import add_table_arguments, table_options
 
 
 
@@ -44,13 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"player specs: {bot_help()}",
     )
     parser.add_argument("--matches", type=int, default=100, help="games per pair (rounded up to mirrored deals)")
-    parser.add_argument("--episode", choices=EPISODES, default="match", help="a game is a full match or one round")
-    parser.add_argument("--rules", choices=PRESETS, default="classic")
-    parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
-    parser.add_argument("--target-score", type=int, default=None, help="match target (default: the preset's 100)")
-    parser.add_argument("--rule", action="append", default=[], metavar="NAME=VALUE",
-                        help="any rule option of docs/rules.md §10, e.g. --rule gin_bonus=20 --rule spade_double=true "
-                             "(repeatable)")
+    add_table_arguments(parser)
     parser.add_argument(
         "--max-rounds",
         type=int,
@@ -76,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give at least two policies")
     code = 0
     try:
-        options = rule_options_of(args.rule, args.target_score)
+        options = table_options(args)
         with sigterm_raises():
             if args.out:
                 check_output_prefix(args.out)
@@ -84,8 +78,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.policies,
                 matches=args.matches,
                 episode=args.episode,
-                rules=args.rules,
-                num_players=args.num_players,
                 seed=args.seed,
                 workers=args.workers,
                 progress=not args.no_progress and sys.stderr.isatty(),  # no bar in a log file or a pipe

@@ -50,12 +50,13 @@ from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
 from .policy_loaders import is_policy_file, policy_file_path
-from .rules.config import PRESETS, RulesConfig, check_seed, rule_options_of
+from .rules.config import RulesConfig, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
 from .rules.round import Phase, RoundState
 from .rules.showdown import RoundOutcome
+from .table_cli import add_table_arguments, table_options
 from .text import hand_order, hand_text, parse, sort_key
 from .text.describe import game_name, knock_limit_rule
 from .text import read_move as parse_move  # one reader of move words for the terminal and okgin_env.text
@@ -424,13 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="okgin-play", description="Play Oklahoma Gin in the terminal.")
     parser.add_argument("--opponent", default="simple", help=f"who plays the other seats: {bot_help()}")
     parser.add_argument("--seed", type=int, default=None, help="deal and bot seed (default: random)")
-    parser.add_argument("--rules", choices=PRESETS, default="classic")
-    parser.add_argument("--episode", choices=("match", "round"), default="match")
-    parser.add_argument("--num-players", type=int, default=2, help="2 (classic), 2-4 (penalty)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (0 = player_0)")
-    parser.add_argument("--target-score", type=int, default=None, help="match target (default 100)")
-    parser.add_argument("--rule", action="append", default=[], metavar="NAME=VALUE",
-                        help="any rule option of docs/rules.md §10, e.g. --rule gin_bonus=20 (repeatable)")
+    add_table_arguments(parser)
     parser.add_argument("--record", default=None, metavar="PATH", help="write the game to PATH (a JSON Lines game record)")
     return parser
 
@@ -443,7 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     with sigterm_raises():
         try:
-            options = rule_options_of(args.rule, args.target_score)
+            options = table_options(args)
+            rules, num_players = options.pop("rules"), options.pop("num_players")
             if is_policy_file(args.opponent) and os.path.isfile(policy_file_path(args.opponent)):  # else an error names it
                 print(f"Loading the opponent {args.opponent} ...", flush=True)
             if args.record is not None:
@@ -451,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 check_record_path(args.record)
             game = Game(
-                args.opponent, args.seed, args.rules, args.episode, args.num_players, args.seat, **options
+                args.opponent, args.seed, rules, args.episode, num_players, args.seat, **options
             )
         except (ValueError, ImportError, FileNotFoundError) as error:
             print(f"okgin-play: error: {error}", file=sys.stderr)

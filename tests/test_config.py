@@ -295,3 +295,17 @@ def test_bots_and_envs_check_seeds_alike():
         with pytest.raises(ValueError, match="non-negative int"):
             make_bot(name, seed=-3)
         assert make_bot(name, seed=np.int64(3)) is not None
+
+
+def test_every_rule_option_is_documented_by_the_env_and_explained_in_words():
+    """Hand-kept option lists drift (issue 54): the env's docstring names every option, and the
+    text protocol explains each in words rather than as a bare ``Option NAME = value`` line."""
+    import importlib
+
+    env_module = importlib.import_module("okgin_env.env")  # the module (okgin_env.env is also the function)
+    from okgin_env.text.describe import _EXPLAINED
+
+    options = set(OPTION_NAMES) - {"rules", "num_players"}
+    missing = sorted(name for name in options if f"``{name}``" not in env_module.__doc__)
+    assert not missing, f"okgin_env/env.py's docstring does not name {missing}"
+    assert set(OPTION_NAMES) <= _EXPLAINED, sorted(set(OPTION_NAMES) - _EXPLAINED)

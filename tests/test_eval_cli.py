@@ -221,3 +221,20 @@ def test_the_progress_bar_stays_off_a_stderr_that_is_no_terminal(capsys):
     """Issue 53: a log file or a pipe got the bar's every redraw."""
     assert main(["simple", "random", "--matches", "2", "--episode", "round"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_the_table_commands_share_their_table_flags():
+    """okgin-eval, okgin-play and okgin-web take the same table flags with the same defaults
+    (``okgin_env.table_cli``); okgin-web takes ``--rule`` too."""
+    from okgin_env.eval_cli import build_parser as eval_parser
+    from okgin_env.play import build_parser as play_parser
+    from okgin_env.table_cli import table_options
+    from okgin_env.web.server import build_parser as web_parser
+
+    table = ["--rules", "penalty", "--num-players", "3", "--target-score", "40", "--rule", "spade_double=true"]
+    seen = []
+    for parser, extra in ((eval_parser(), ["simple", "random"]), (play_parser(), []), (web_parser(), [])):
+        defaults = parser.parse_args(extra)
+        assert (defaults.rules, defaults.num_players, defaults.target_score, defaults.rule) == ("classic", None, None, [])
+        seen.append(table_options(parser.parse_args(extra + table)))
+    assert seen == [{"rules": "penalty", "num_players": 3, "target_score": 40, "spade_double": True}] * 3

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..players import bot_help
-from ..rules.config import PRESETS
+from ..table_cli import add_table_arguments, table_options
 from .game import DEFAULT_MAX_GAMES, GameError, GameStore, OpponentError
 from .replay import MAX_GAME_ACTIONS, MAX_ROUND_ACTIONS, ReplayStore, game_lines, read_record_file, read_record_text
 
@@ -340,9 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"the default opponent, a player spec as in okgin-eval: {bot_help()}")
     parser.add_argument("--records", default=None, metavar="FILE", help="a game record file (JSON Lines) to watch")
     parser.add_argument("--seed", type=int, default=None, help="deal and bot seed of the first match, +1 for each later one (default: random)")
-    parser.add_argument("--rules", choices=PRESETS, default="classic")
-    parser.add_argument("--num-players", type=int, default=None, help="2 (classic), 2-4 (penalty)")
-    parser.add_argument("--target-score", type=int, default=None, help="match target (default 100)")
+    add_table_arguments(parser, episode=False)
     parser.add_argument("--max-games", type=int, default=DEFAULT_MAX_GAMES, help=f"matches kept at once (default {DEFAULT_MAX_GAMES})")
     parser.add_argument("--record-games", default=None, metavar="FILE",
                         help="append every match played in the page to its end to FILE (JSON Lines game records)")
@@ -357,9 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _import_flask()
         _import_waitress()
-        options: dict[str, Any] = {"rules": args.rules, "num_players": args.num_players}
-        if args.target_score is not None:
-            options["target_score"] = args.target_score
+        options = table_options(args)
         games = GameStore(args.opponent, seed=args.seed, max_games=args.max_games, record_games=args.record_games,
                           **options)
         records = ReplayStore()
