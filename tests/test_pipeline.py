@@ -310,3 +310,19 @@ def test_a_pipeline_copied_or_moved_elsewhere_resumes_there(tmp_path, monkeypatc
     (tmp_path / "copy" / "pipeline.json").write_text(json.dumps(record))
     assert cli([*argv, "--run-dir", "copy", "--resume"]) == 2
     assert "improve2 differ" in capsys.readouterr().err
+
+
+def test_every_planned_stage_is_a_registered_kind_of_stage(tmp_path):
+    """The stage registry (``STAGES``) knows every stage a recipe plans: how it runs, is checked,
+    described and which file it leaves (the PPO stage its best checkpoint, the others their fit)."""
+    from training.pipeline import STAGES, stage_kind
+
+    kinds = set()
+    for name in RECIPES:
+        recipe = RECIPES[name]
+        config = PipelineConfig(rules=recipe.rules, num_players=3 if recipe.rules == "penalty" else 0, recipe=name)
+        for stage in stage_configs(config, tmp_path):
+            kinds.add(stage.rstrip("0123456789"))
+            assert stage_kind(stage) in STAGES.values()
+    assert kinds == set(STAGES)
+    assert [STAGES[kind].output for kind in ("ppo", "improve", "average")] == ["best.pt", "fitted.pt", "fitted.pt"]

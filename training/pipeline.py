@@ -2,8 +2,9 @@
 
 Read top to bottom: recipes, settings, the stages, ``run``. A recipe (``Recipe``) is a Python
 object: the first stage's settings and a list of improvement ``Step``s. Each stage is a function
-called with its settings (``training.train.run``, ``training.improve.run``, ``training.soup``),
-in a folder of its own under ``--run-dir`` (default ``runs/pipeline``; ``runs/pipeline-quick``
+called with its settings (``training.train.run``, ``training.improve.run``, ``training.soup``;
+the registry ``STAGES`` says how each kind runs, is checked, is described and which file it
+leaves), in a folder of its own under ``--run-dir`` (default ``runs/pipeline``; ``runs/pipeline-quick``
 with ``--quick``):
 
 1. ``ppo`` (``training.train``): imitation of the recipe's teacher, then PPO (classic: 3M
@@ -46,6 +47,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,31 +217,6 @@ def stage_configs(config: PipelineConfig, root: Path) -> dict[str, Any]:
     return stages
 
 
-def run_stage(name: str, settings: Any, root: Path, *, resume: bool, progress_bar: bool) -> dict[str, Any]:
-    """Run one stage; its summary. A PPO stage stopped by a signal raises ``StageStopped``."""
-    if name == "ppo":
-        from . import train
-
-        summary = train.run(settings, root / name, resume=resume, progress_bar=progress_bar,
-                            command=None)  # (the pipeline says how to continue)
-        if summary["stopped_by"]:
-            raise StageStopped(summary["stopped_by"])
-        if summary["files"]["best"] is None:
-            raise ValueError(f"the PPO stage in {root / name} finished without an evaluated checkpoint (best.pt); "
-                             "run again with --resume to evaluate its final policy")
-        return summary
-    if name == "average":
-        from .soup import average_checkpoints
-        from .policy import write_checkpoint
-
-        (root / name).mkdir(parents=True, exist_ok=True)
-        write_checkpoint(root / name / "fitted.pt", average_checkpoints(settings))
-        return {"averaged": settings, "out": str(root / name / "fitted.pt")}
-    from . import improve
-
-    return improve.run(settings, root / name, resume=resume, progress_bar=progress_bar)
-
-
 class StageStopped(Exception):
     """A stage stopped on a signal (``signal_name``); ``--resume`` continues it."""
 
@@ -248,13 +225,45 @@ class StageStopped(Exception):
         self.signal_name = signal_name
 
 
-def describe(name: str, summary: dict[str, Any]) -> str:
-    """One readable line of what a stage achieved."""
-    if name == "ppo":
-        best = summary.get("best_win_rate_vs_simple", -1)
-        return f"best win rate vs simple {100 * best:.1f}%" if best >= 0 else "no evaluation"
-    if name == "average":
-        return f"averaged {len(summary['averaged'])} files"
+def _run_ppo(settings: Any, folder: Path, resume: bool, progress_bar: bool) -> dict[str, Any]:
+    from . import train
+
+    summary = train.run(settings, folder, resume=resume, progress_bar=progress_bar,
+                        command=None)  # (the pipeline says how to continue)
+    if summary["stopped_by"]:
+        raise StageStopped(summary["stopped_by"])
+    if summary["files"]["best"] is None:
+        raise ValueError(f"the PPO stage in {folder} finished without an evaluated checkpoint (best.pt); "
+                         "run again with --resume to evaluate its final policy")
+    return summary
+
+
+def _check_ppo(settings: Any, table: Any) -> None:
+    from .train import check_config
+
+    check_settings(settings)
+    check_config(settings)
+
+
+def _describe_ppo(summary: dict[str, Any]) -> str:
+    best = summary.get("best_win_rate_vs_simple", -1)
+    return f"best win rate vs simple {100 * best:.1f}%" if best >= 0 else "no evaluation"
+
+
+def _run_improve(settings: Any, folder: Path, resume: bool, progress_bar: bool) -> dict[str, Any]:
+    from . import improve
+
+    return improve.run(settings, folder, resume=resume, progress_bar=progress_bar)
+
+
+def _check_improve(settings: Any, table: Any) -> None:
+    from .labelling import check_rollout_player
+
+    check_settings(settings)
+    check_rollout_player(settings.rollout_player, table)
+
+
+def _describe_improve(summary: dict[str, Any]) -> str:
     fitted = summary.get("vs_simple_fitted")
     last = summary["fit"][-1] if summary.get("fit") else None
     parts = [f"{summary['labelled_decisions']:,} labelled decisions"]
@@ -264,6 +273,52 @@ def describe(name: str, summary: dict[str, Any]) -> str:
         start = summary["vs_simple_start"]
         parts.append(f"vs simple {100 * start['win_rate']:.1f}% -> {100 * fitted['win_rate']:.1f}%")
     return ", ".join(parts)
+
+
+def _run_average(settings: Any, folder: Path, resume: bool, progress_bar: bool) -> dict[str, Any]:
+    from .policy import write_checkpoint
+    from .soup import average_checkpoints
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_checkpoint(folder / "fitted.pt", average_checkpoints(settings))
+    return {"averaged": settings, "out": str(folder / "fitted.pt")}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """What the pipeline needs of one kind of stage: ``run(settings, folder, resume, progress_bar)
+    -> summary``, ``check(settings, rules_config)`` before the first stage starts (a ValueError),
+    the policy file it leaves in its folder (``output``) and one readable line of its summary."""
+
+    run: Callable[[Any, Path, bool, bool], dict[str, Any]]
+    check: Callable[[Any, Any], None]
+    output: str
+    describe: Callable[[dict[str, Any]], str]
+
+
+#: Every kind of stage, by the name its folders take (``improve3`` is a stage of kind ``improve``).
+#: A new kind of stage is one module and one entry here (and the recipe field that plans it).
+STAGES: dict[str, Stage] = {
+    "ppo": Stage(_run_ppo, _check_ppo, "best.pt", _describe_ppo),
+    "improve": Stage(_run_improve, _check_improve, "fitted.pt", _describe_improve),
+    "average": Stage(_run_average, lambda files, table: None, "fitted.pt",
+                     lambda summary: f"averaged {len(summary['averaged'])} files"),
+}
+
+
+def stage_kind(name: str) -> Stage:
+    """The ``STAGES`` entry of the stage named ``name`` (its name without the step number)."""
+    return STAGES[name.rstrip("0123456789")]
+
+
+def run_stage(name: str, settings: Any, root: Path, *, resume: bool, progress_bar: bool) -> dict[str, Any]:
+    """Run one stage; its summary. A PPO stage stopped by a signal raises ``StageStopped``."""
+    return stage_kind(name).run(settings, root / name, resume, progress_bar)
+
+
+def describe(name: str, summary: dict[str, Any]) -> str:
+    """One readable line of what a stage achieved."""
+    return stage_kind(name).describe(summary)
 
 
 # ----------------------------------------------------------------------------- run
@@ -322,7 +377,7 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
         print(f"[{number}/{len(stages)}] {name}: done in {seconds / 60:.1f} min: {describe(name, summary)}", flush=True)
     final = root / "final.pt"
     last = list(stages)[-1]
-    shutil.copyfile(root / last / ("best.pt" if last == "ppo" else "fitted.pt"), final)
+    shutil.copyfile(root / last / stage_kind(last).output, final)
     record["final"] = str(final)
     record["seconds_total"] = round(sum(stage["seconds"] for stage in record["stages"].values()), 1)
     write_record(record_path, record)
@@ -334,23 +389,14 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
 def check_stages(config: PipelineConfig, stages: dict[str, Any]) -> None:
     """Every stage's settings checked before the first one starts (a bad rollout player, a recipe's
     bad objective, a Ray address without Ray are found now, not after the PPO stage)."""
-    from .improve import ImproveConfig
-    from .labelling import check_rollout_player
-    from .train import TrainConfig, check_config
     from .workers import require_ray
 
     if config.ray_address:
         require_ray(config.ray_address)
     table = make_config(config.rules, num_players=config.num_players or None)
     for name, settings in stages.items():
-        if isinstance(settings, list):
-            continue
         try:
-            check_settings(settings)
-            if isinstance(settings, TrainConfig):
-                check_config(settings)
-            if isinstance(settings, ImproveConfig):
-                check_rollout_player(settings.rollout_player, table)
+            stage_kind(name).check(settings, table)
         except ValueError as error:
             raise ValueError(f"stage {name}: {error}") from None
 
