@@ -6,6 +6,7 @@ Every check runs in a fresh interpreter, since this test process has long loaded
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -216,3 +217,54 @@ def test_no_import_circle_lazy_imports_counted():
 
 def test_the_circle_check_finds_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# ----------------------------------------------------------------------------- the floors of docs/architecture.md
+
+
+def architecture_floors() -> list[tuple[str, list[str]]]:
+    """The floors table of docs/architecture.md, lowest first: (floor, its paths as module prefixes)."""
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    floors = []
+    for line in text.split("\n## ")[0].splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or len(cells) < 3 or cells[0] == "floor":  # (a pipe may sit in the text)
+            continue
+        paths = []
+        for path in re.findall(r"`([^`]+)`", cells[1]):
+            path = path if path.startswith(("okgin_env/", "training/")) else f"okgin_env/{path}"
+            path = path.rstrip("/").removesuffix(".py").removesuffix("/__init__")
+            paths.append(path.replace("/", "."))
+        floors.append((cells[0], paths))
+    return floors
+
+
+def floor_of(module: str, floors: list[tuple[str, list[str]]]) -> int | None:
+    """The floor whose most specific path holds ``module`` (a package's own name holds only itself)."""
+    best, length = None, -1
+    for number, (_, paths) in enumerate(floors):
+        for path in paths:
+            holds = module == path or (path != "okgin_env" and module.startswith(path + "."))
+            if holds and len(path) > length:
+                best, length = number, len(path)
+    return best
+
+
+def test_every_module_sits_on_a_floor_of_the_architecture_page_and_imports_none_above_it():
+    """docs/architecture.md's floors are the code's: every module of okgin_env and training is
+    placed on one, and no import (lazy ones counted) reaches a higher floor."""
+    floors = architecture_floors()
+    assert [name for name, _ in floors][:2] == ["utilities", "rules"] and floors[-1][0] == "training"
+    graph = import_graph()
+    unplaced = sorted(module for module in graph if floor_of(module, floors) is None)
+    assert not unplaced, f"modules on no floor of docs/architecture.md: {unplaced}"
+    upward = [f"{module} ({floors[floor_of(module, floors)][0]}) -> {other} ({floors[floor_of(other, floors)][0]})"
+              for module in sorted(graph) for other in sorted(graph[module])
+              if floor_of(other, floors) > floor_of(module, floors)]
+    assert not upward, upward
+
+
+def test_the_floor_check_sees_an_upward_import():
+    floors = [("utilities", ["okgin_env"]), ("rules", ["okgin_env.rules"]), ("tools", ["okgin_env.play"])]
+    assert floor_of("okgin_env.rules.round", floors) == 1 and floor_of("okgin_env.play", floors) == 2
+    assert floor_of("okgin_env.bots", floors) is None  # the package's own name holds only itself
