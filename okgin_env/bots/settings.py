@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import difflib
 import math
-import reprlib
-import sys
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from ..policy_loaders import shown
+from ..echo import shown
 from ..rules.config import PRESETS, RulesConfig
 
 COMMON_SETTINGS = "seed (a non-negative int or None), rules (a preset name or a RulesConfig)"
@@ -97,16 +95,8 @@ def _checked(name: str, value: Any, meta: dict) -> Any:
             and value <= meta["high"]
         )
     if not ok:
-        raise ValueError(f"{name}={_shown(value)} is not allowed; expected {_expected(meta)}")
+        raise ValueError(f"{name}={shown(value)} is not allowed; expected {_expected(meta)}")
     return kind(value) if value is not None else None
-
-
-def _shown(value: Any) -> str:
-    """A refused value as the message shows it: at most a line (a setting may arrive as any text)."""
-    try:
-        return reprlib.repr(value)
-    except ValueError:  # an int too long for Python to turn into text
-        return f"an int of more than {sys.get_int_max_str_digits()} digits"
 
 
 class _BotSettings:

@@ -8,10 +8,9 @@ line is refused with a ValueError instead of exhausting the interpreter's stack.
 
 from __future__ import annotations
 
-import reprlib
-import sys
 from typing import Any
 
+from ..echo import shown
 from ..episode import DEFAULT_MAX_ROUNDS, EPISODES, REWARDS, check_max_rounds
 from ..rules.actions import NUM_ACTIONS
 from ..rules.cards import NUM_CARDS, card_str
@@ -34,22 +33,9 @@ def _fail(where: str, message: str) -> None:
     raise ValueError(f"field {where}: {message}")
 
 
-_SHORT_REPR = reprlib.Repr()
-_SHORT_REPR.maxlevel, _SHORT_REPR.maxstring, _SHORT_REPR.maxother = 3, 80, 80
-
-
-def _shown(value: Any) -> str:
-    """A wrong value as a message shows it: shortened, so that a huge or deeply nested one cannot
-    flood the message or exhaust the stack."""
-    try:
-        return _SHORT_REPR.repr(value)
-    except ValueError:  # an int too long for Python to turn into text
-        return f"an int of more than {sys.get_int_max_str_digits()} digits"
-
-
 def _int(value: Any, where: str, low: int, high: int) -> int:
     if not is_int(value) or not low <= value <= high:
-        _fail(where, f"expected an int in {low}..{high}, got {_shown(value)}")
+        _fail(where, f"expected an int in {low}..{high}, got {shown(value)}")
     return int(value)
 
 
@@ -85,11 +71,11 @@ def checked_fields(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"a record is a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
-        _fail("format", f"expected {FORMAT!r}, got {_shown(data.get('format'))}")
+        _fail("format", f"expected {FORMAT!r}, got {shown(data.get('format'))}")
     version = data.get("version")
     if not is_int(version) or version != VERSION:
         newer = is_int(version) and version > VERSION
-        _fail("version", f"this okgin reads version {VERSION}, got {_shown(version)}" + ("; a newer okgin wrote it" if newer else ""))
+        _fail("version", f"this okgin reads version {VERSION}, got {shown(version)}" + ("; a newer okgin wrote it" if newer else ""))
     for key in REQUIRED[2:]:
         if key not in data:
             _fail(key, "missing")
@@ -97,11 +83,11 @@ def checked_fields(data: Any) -> dict[str, Any]:
     n = env["num_players"]
     players = data["players"]
     if not isinstance(players, list) or len(players) != n or not all(isinstance(p, str) for p in players):
-        _fail("players", f"expected a list of {n} names (one per seat), got {_shown(players)}")
+        _fail("players", f"expected a list of {n} names (one per seat), got {shown(players)}")
     extras = {k: copy_json(v, k) for k, v in data.items() if k not in REQUIRED}
     for key in ("finished", "truncated"):
         if key in extras and not isinstance(extras[key], bool):
-            _fail(key, f"expected true or false, got {_shown(extras[key])}")
+            _fail(key, f"expected true or false, got {shown(extras[key])}")
     if "winner" in extras:
         _seat_or_none(extras["winner"], "winner", n)
     finished = extras.get("finished", True)
@@ -125,15 +111,15 @@ def _parse_env(env: Any) -> dict[str, Any]:
             _fail(f"env.{name}", f"expected a number, true/false, text or null, got a {what}")
     rules = env.get("rules")
     if rules not in PRESETS:
-        _fail("env.rules", f"expected one of {', '.join(PRESETS)}, got {_shown(rules)}")
+        _fail("env.rules", f"expected one of {', '.join(PRESETS)}, got {shown(rules)}")
     try:
         config = make_config(rules, **{k: v for k, v in env.items() if k in OPTION_NAMES and k != "rules"})
     except ValueError as error:
         _fail("env", str(error))
     if env.get("episode", "match") not in EPISODES:
-        _fail("env.episode", f"expected one of {', '.join(EPISODES)}, got {_shown(env.get('episode'))}")
+        _fail("env.episode", f"expected one of {', '.join(EPISODES)}, got {shown(env.get('episode'))}")
     if env.get("reward", "points") not in REWARDS:
-        _fail("env.reward", f"expected one of {', '.join(REWARDS)}, got {_shown(env.get('reward'))}")
+        _fail("env.reward", f"expected one of {', '.join(REWARDS)}, got {shown(env.get('reward'))}")
     try:
         check_max_rounds(env.get("max_rounds", DEFAULT_MAX_ROUNDS))
     except ValueError as error:
@@ -169,7 +155,7 @@ def _check_outcome(outcome: Any, where: str, n: int) -> None:
     if not isinstance(outcome, dict):
         _fail(where, f"expected an object or null, got {type(outcome).__name__}")
     if "kind" in outcome and outcome["kind"] not in KINDS:
-        _fail(f"{where}.kind", f"expected one of {', '.join(KINDS)}, got {_shown(outcome['kind'])}")
+        _fail(f"{where}.kind", f"expected one of {', '.join(KINDS)}, got {shown(outcome['kind'])}")
     for key in ("knocker", "winner"):
         if key in outcome:
             _seat_or_none(outcome[key], f"{where}.{key}", n)

@@ -32,7 +32,6 @@ thread: a slow or stuck file (a full network disk) delays only the records, neve
 from __future__ import annotations
 
 import queue
-import reprlib
 import secrets
 import sys
 import threading
@@ -40,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from ..echo import shown
 from ..env import raw_env
 from ..players import check_player, make_player, player_label
 from ..observation import view
@@ -53,14 +53,6 @@ DEFAULT_MAX_GAMES = 64
 #: Finished matches waiting for the record writer; past this many (a file that takes no writes)
 #: a match is reported and not recorded, so that memory stays bounded.
 MAX_PENDING_RECORDS = 1000
-_SHORT = reprlib.Repr()
-_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 3
-
-
-def shown(value: Any) -> str:
-    """``repr(value)`` cut short: what a message echoes of a request (a long or deeply nested value)."""
-    return _SHORT.repr(value)
-
 
 class GameError(ValueError):
     """A request the game refuses; ``status`` is the HTTP status to answer with."""
