@@ -238,3 +238,8 @@ def test_the_table_commands_share_their_table_flags():
         assert (defaults.rules, defaults.num_players, defaults.target_score, defaults.rule) == ("classic", None, None, [])
         seen.append(table_options(parser.parse_args(extra + table)))
     assert seen == [{"rules": "penalty", "num_players": 3, "target_score": 40, "spade_double": True}] * 3
+    pytest.importorskip("flask")
+    from okgin_env.web.game import GameStore
+
+    game = GameStore("simple", seed=1, **table_options(web_parser().parse_args(["--rule", "spade_double=true"]))).create()
+    assert game.env.config.spade_double  # the web table plays the option it was given
