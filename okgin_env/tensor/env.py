@@ -140,7 +140,6 @@ class TensorEnv:
         self._card_bits = (1 << torch.arange(NUM_CARDS, dtype=torch.int64)).to(dev)
         self._card_values = torch.tensor(CARD_VALUES, dtype=torch.int64, device=dev)
         self._generator: torch.Generator | None = None
-        self._given_actions: np.ndarray | None = None
         i64 = dict(dtype=torch.int64, device=dev)
         # Round state, one row per game (the fields of rules.round.RoundState).
         self.deck = torch.zeros(n, NUM_CARDS, **i64)  # the deck dealt, top first
@@ -326,7 +325,7 @@ class TensorEnv:
         ``final_observation`` are None and ``observations`` is stale until the next observed step."""
         if self._generator is None:
             raise RuntimeError("call reset() before step()")
-        acts = self._checked_actions(actions)
+        acts, given = self._checked_actions(actions)
         if active is not None:
             if not isinstance(active, torch.Tensor) or active.dtype != torch.bool or active.shape != (self.num_envs,):
                 raise ValueError(f"active must be a bool tensor of shape ({self.num_envs},), got {active!r:.80}")
@@ -337,14 +336,16 @@ class TensorEnv:
             legal = legal | ~active
         if self.illegal == "raise":
             if not bool(legal.all()):
-                self._raise_illegal(acts, legal)
+                self._raise_illegal(acts if given is None else given, legal)
             return self._apply(acts, active, torch.zeros_like(legal), observe)
         play = legal if active is None else legal & active
         return self._apply(acts, play, ~legal, observe)
 
-    def _checked_actions(self, actions: Any) -> torch.Tensor:
+    def _checked_actions(self, actions: Any) -> tuple[torch.Tensor, np.ndarray | None]:
+        """The actions as an int64 tensor on the device, and the actions as given where int64
+        cannot hold them (huge uint64 ids, for the error message to name), else None."""
         n = self.num_envs
-        self._given_actions = None  # the actions as given, where int64 cannot hold them (for the error message)
+        given = None
         if isinstance(actions, torch.Tensor) and actions.dtype == torch.uint64:
             actions = actions.cpu().numpy()
         if not isinstance(actions, torch.Tensor):
@@ -352,18 +353,19 @@ class TensorEnv:
             if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
                 raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {array.dtype}")
             if array.dtype == np.uint64 and (array >= NUM_ACTIONS).any():  # int64 would wrap the largest
-                self._given_actions = array
+                given = array
                 array = np.minimum(array, NUM_ACTIONS)  # out of range all the same
             actions = torch.as_tensor(array.astype(np.int64) if array.dtype != np.bool_ else array)
         if actions.shape != (n,):
             raise ValueError(f"actions must have shape ({n},) (one per game), got {tuple(actions.shape)}")
         if actions.dtype == torch.bool or actions.dtype.is_floating_point or actions.dtype.is_complex:
             raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {actions.dtype}")
-        return actions.to(device=self.device, dtype=torch.int64)
+        return actions.to(device=self.device, dtype=torch.int64), given
 
-    def _raise_illegal(self, acts: torch.Tensor, legal: torch.Tensor) -> None:
+    def _raise_illegal(self, acts: torch.Tensor | np.ndarray, legal: torch.Tensor) -> None:
+        """A ValueError naming the first illegal action (``acts`` as the caller gave them) and the legal ones."""
         g = int((~legal).nonzero()[0, 0])
-        a = int(acts[g]) if self._given_actions is None else int(self._given_actions[g])
+        a = int(acts[g])
         allowed = self._mask[g].nonzero().squeeze(1).tolist()
         names = ", ".join(f"{x} ({action_str(x)})" for x in allowed)
         what = f"{a} ({action_str(a)})" if 0 <= a < NUM_ACTIONS else f"{a} (out of range 0..{NUM_ACTIONS - 1})"
