@@ -41,8 +41,6 @@ _LOADERS: dict[str, PolicyLoader] = {}
 _LOADED: dict[tuple[str, Any], Any] = {}  # (path, rules) -> policy, once per process
 
 
-
-
 class PolicyLoadError(ValueError):
     """A policy file that cannot be loaded: no loader for it, or the loader failed (names the file)."""
 

@@ -16,7 +16,7 @@ import pytest
 import okgin_env
 from okgin_env import card_id, card_str, parse_cards
 from okgin_env.observation import (
-    PackedEncoder, decode, encode, hand_from_observation, layout_for, to_text, view, view_of_state,
+    PackedEncoder, decode, encode, hand_from_observation, layout_for, seat_view, to_text, view, view_of_state,
 )
 from okgin_env.rules.cards import from_mask, to_mask
 from okgin_env.rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS
@@ -624,27 +624,28 @@ def test_the_checks_accept_every_observation_of_real_games():
 
 
 def test_every_producer_reads_the_one_seat_view(monkeypatch):
-    """What a seat may see is decided in ``observation.seat`` only: a changed rule there (here:
-    the seat's own hand hidden) changes ``encode``, both ``PackedEncoder`` paths, ``view_of_state``
-    and the network's facts alike."""
+    """What a seat may see is decided in ``observation.seat`` only: every producer calls
+    ``seat_view`` rather than reading the state itself, so a changed rule (here: the seat's own
+    hand hidden) changes ``encode``, both ``PackedEncoder`` paths, ``view_of_state`` and the
+    network's facts alike."""
     import importlib
 
     from okgin_env.features.facts import facts_of_state
-
-    encode_module = importlib.import_module("okgin_env.observation.encode")  # the module, not the function
-    seat = importlib.import_module("okgin_env.observation.seat")
 
     env = okgin_env.env(rules="classic")
     env.reset(seed=5)
     st = env.unwrapped.round_state
     assert st.hands[st.current] and encode(st, [0, 0], 100, st.current)[:52].any()
-    rule = seat.seat_views
+    rule = seat_view
 
-    def hand_hidden(states, seats):
-        return [view._replace(planes=(0, *view.planes[1:])) for view in rule(states, seats)]
+    def hand_hidden(state, seat):
+        seen = rule(state, seat)
+        return seen._replace(planes=(0, *seen.planes[1:]))
 
-    monkeypatch.setattr(seat, "seat_views", hand_hidden)
-    monkeypatch.setattr(encode_module, "seat_views", hand_hidden)
+    # Each producer's module holds the name it calls (the package attribute ``encode`` is the function).
+    for module in ("okgin_env.observation.seat", "okgin_env.observation.encode", "okgin_env.observation.views",
+                   "okgin_env.features.facts"):
+        monkeypatch.setattr(importlib.import_module(module), "seat_view", hand_hidden)
     layout = layout_for(2)
     assert not encode(st, [0, 0], 100, st.current)[layout.slices["hand"]].any()
     encoder = PackedEncoder(2, 100)

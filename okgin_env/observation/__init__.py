@@ -29,7 +29,7 @@ and its scales (``SCALES``). It is a package of four modules, imported together 
 * ``layout``: ``ObservationLayout`` (named slices per player count), ``SCALES``, ``layout_for``,
   ``layout_of``, ``check_observation``;
 * ``encode``: ``encode`` and ``PackedEncoder``, which write the array;
-* ``seat``: ``seat_view`` (and ``seat_views`` for many games), what one seat may see of a round:
+* ``seat``: ``seat_view``, what one seat may see of a round:
   the hidden-information rule, written once, which ``encode``, ``PackedEncoder``,
   ``view_of_state`` and the network's facts read;
 * ``views``: ``ObservationView``, ``view``, ``view_of_state``, ``decode``, ``to_text``, which read it.
@@ -67,12 +67,12 @@ from .layout import (
     num_players_of,
     register_observation,
 )
-from .seat import SeatView, seat_view, seat_views
+from .seat import SeatView, seat_view
 from .views import ObservationView, decode, hand_from_observation, to_text, view, view_of_state
 
 __all__ = [
     "KNOCK_LIMIT_SCALE", "OBSERVATIONS", "OBSERVATION_VERSION", "SCALES", "STOCK_SCALE", "TARGET_SCALE",
     "ObservationLayout", "ObservationView", "PackedEncoder", "SeatView", "check_observation", "decode", "encode",
     "hand_from_observation",
-    "layout_for", "layout_of", "num_players_of", "register_observation", "seat_view", "seat_views", "to_text", "view", "view_of_state",
+    "layout_for", "layout_of", "num_players_of", "register_observation", "seat_view", "to_text", "view", "view_of_state",
 ]

@@ -11,7 +11,7 @@ from ..rules.actions import DISCARD_BASE, KNOCK_BASE
 from ..rules.cards import NUM_CARDS
 from ..rules.round import RoundState
 from .layout import KNOCK_LIMIT_SCALE, STOCK_SCALE, TARGET_SCALE, _size, layout_for
-from .seat import seat_view, seat_views
+from .seat import seat_view
 
 
 def encode(round_state: RoundState, scores: list[int], target_score: int, observer: int) -> np.ndarray:
@@ -93,8 +93,9 @@ class PackedEncoder:
         acting_bit, dealer_bit = _ACTING_BIT, self._dealer_bit
         words: list[int] = []
         put = words.extend
-        states = [rounds[g] for g in games]
-        for st, (planes, acting, from_dealer, to_act) in zip(states, seat_views(states, seats)):
+        for j, g in enumerate(games):
+            st = rounds[g]
+            planes, acting, from_dealer, to_act = seat_view(st, st.current if seats is None else seats[j])
             flags = 1 << st.phase | 1 << (dealer_bit + from_dealer)
             if to_act:
                 small, playable, knocks = st.legal_parts()

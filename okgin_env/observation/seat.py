@@ -18,7 +18,6 @@ actions only when it is to act. Never another seat's unshown card, never the sto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -68,37 +67,22 @@ class SeatView(NamedTuple):
 
 
 def seat_view(state: RoundState, seat: int) -> SeatView:
-    """What ``seat`` may see of ``state`` (see the module docstring)."""
-    return seat_views((state,), (seat,))[0]
-
-
-def seat_views(states: Sequence[RoundState], seats: Sequence[int] | None) -> list[SeatView]:
-    """``seat_view(states[j], seats[j])`` for every ``j`` (``seats`` None: each state's seat to
-    act). The rule is written here only, as one loop: ``BatchEnv`` views every game at every step,
-    and a function call per game would cost it a sixth of its speed."""
-    views = []
-    add = views.append
-    for j, state in enumerate(states):
-        current = state.current
-        seat = current if seats is None else seats[j]
-        n = state.num_players
-        over = state.phase is _OVER
-        to_act = current == seat and not over
-        hands = state.hands
-        shown = hands if over else state.known
-        pile = state.discard_pile
-        taken = state.taken_card
-        if n == 2:
-            other = 1 - seat
-            planes = (hands[seat], 1 << taken if to_act and taken >= 0 else 0, 1 << pile[-1] if pile else 0,
-                      state.pile_mask, 1 << state.upcard, shown[other], state.passed[other])
-        else:
-            others = _OTHERS[n][seat]
-            planes = (hands[seat], 1 << taken if to_act and taken >= 0 else 0, 1 << pile[-1] if pile else 0,
-                      state.pile_mask, 1 << state.upcard,
-                      *(mask for pair in zip(others(shown), others(state.passed)) for mask in pair))
-        add(_tuple_new(SeatView, (planes, None if over else (current - seat) % n, (seat - state.dealer) % n, to_act)))
-    return views
+    """What ``seat`` may see of ``state`` (see the module docstring). ``BatchEnv`` calls it for
+    every game at every step, so the other seats are read without a loop over them."""
+    n = state.num_players
+    current = state.current
+    over = state.phase is _OVER
+    to_act = current == seat and not over
+    shown = state.hands if over else state.known
+    if n == 2:
+        opponents = (shown[1 - seat], state.passed[1 - seat])
+    else:
+        others = _OTHERS[n][seat]
+        opponents = tuple(mask for pair in zip(others(shown), others(state.passed)) for mask in pair)
+    taken, pile = state.taken_card, state.discard_pile
+    planes = (state.hands[seat], 1 << taken if to_act and taken >= 0 else 0, 1 << pile[-1] if pile else 0,
+              state.pile_mask, 1 << state.upcard, *opponents)
+    return _tuple_new(SeatView, (planes, None if over else (current - seat) % n, (seat - state.dealer) % n, to_act))
 
 
 _OVER = Phase.OVER
@@ -107,4 +91,4 @@ _tuple_new = tuple.__new__  # the generated SeatView(...) constructor takes thre
 _OTHERS = {n: tuple(itemgetter(*((seat + k) % n for k in range(1, n))) for seat in range(n)) for n in (3, 4)}
 
 
-__all__ = ["SeatView", "seat_view", "seat_views"]
+__all__ = ["SeatView", "seat_view"]

@@ -54,6 +54,7 @@ DEFAULT_MAX_GAMES = 64
 #: a match is reported and not recorded, so that memory stays bounded.
 MAX_PENDING_RECORDS = 1000
 
+
 class GameError(ValueError):
     """A request the game refuses; ``status`` is the HTTP status to answer with."""
 
