@@ -74,3 +74,19 @@ def test_training_says_its_engine_and_rounds_the_budget_up_to_whole_updates(tmp_
     assert "training on the tensor engine (okgin_env.tensor) on cpu, torch 1 thread(s)" in out
     assert "--total-decisions 40 runs to 64, whole updates" in out  # updates of 4 tables x 8 decisions
     assert summary["decisions"] == 64
+
+
+def test_the_peer_environment_check_says_in_one_line_what_it_needs(tmp_path: Path):
+    """benchmarks/peer_env_check.py plays the JAX peer's own env: without a clone of the peer (or
+    without jax) it exits 2 with one line naming what is missing, before importing anything heavy."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "benchmarks/peer_env_check.py", "--peer-dir", str(tmp_path)],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "ppo_gin_rummy_v3_fused.py" in done.stderr and str(tmp_path) in done.stderr
+    bad = subprocess.run([sys.executable, "benchmarks/peer_env_check.py", "--peer-dir", str(tmp_path), "--envs", "0"],
+                         cwd=root, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--envs" in bad.stderr.splitlines()[-1]

@@ -36,9 +36,11 @@ from .cli import make_run_dir, parse_settings, setting
 PROG = "python -m training.curve"
 
 # The peer: a public JAX PPO on OpenSpiel's gin (knock card 10) against its port of OpenSpiel's
-# simple bot, per-update training win rate (draws not won), as its README reports them.
+# simple bot, per-update training win rate (draws not won), as its README reports them. Its env
+# hands the agent the stock draw's chance node, so its agent picks the card it draws
+# (benchmarks/peer_env_check.py): the points are drawn for reference, not as a like-for-like rate.
 PEER_POINTS = ((0.5e6, 0.003), (5e6, 0.14), (10e6, 0.65), (20e6, 0.77), (35e6, 0.80))
-PEER_LABEL = "JAX PPO on OpenSpiel gin vs its Simple port (published)"
+PEER_LABEL = "JAX PPO vs its Simple port (published; its agent picks its stock cards)"
 CSV_FIELDS = ["decisions", "hands", "hands_won", "win_rate", "ci_low", "ci_high", "train_wall_s", "eval_wall_s",
               "policy"]
 
