@@ -16,8 +16,8 @@ Prints one line per system and size, then the ratio at the shared size::
 
 ``--rollout`` adds the learner's rollout collection against ``simple`` (the engine, the network's
 inputs, the opponent and the policy network's forward pass and sampling; no gradient step), for
-today's trainer (``training.train.collect_rollout`` on a ``VectorGymEnv``, on the host) and the
-tensor path (``training.tensor_rollout.collect_tensor_rollout`` on ``--device``), counting learner
+today's trainer (``training.train.collect_rollout`` over ``HostTables``, ``VectorGymEnv`` games on the
+host) and the tensor path (the same function over ``TensorTables`` on ``--device``), counting learner
 decisions::
 
     rollout: system=today device=cpu tables=512 decisions_per_s=...
@@ -102,9 +102,10 @@ def batch_loop(num_envs: int):
 def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
     """Rollout collection of ``steps`` learner decisions per table, repeated; today's or the tensor path."""
     from okgin_env.observation import layout_for
-    from okgin_env.vector import VectorGymEnv
+    from okgin_env.rules.config import make_config
+    from training.host_tables import HostTables, Teacher
     from training.model import PolicyValueNet
-    from training.tensor_rollout import TensorTables, collect_tensor_rollout
+    from training.tensor_rollout import TensorTables
     from training.train import Rollout, collect_rollout
 
     torch.manual_seed(0)
@@ -113,20 +114,16 @@ def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
     model = PolicyValueNet(size).to(on).eval()
     rollout = Rollout.allocate(steps, tables, size, device=on)
     if system == "today":
-        env = VectorGymEnv(tables, opponents="simple", learner_seat="alternate", episode="match", reward="points")
-        observations, infos = env.reset(seed=0)
-        state = [observations, infos["action_mask"]]
-
-        def collect() -> None:
-            state[:] = collect_rollout(model, env, state[0], state[1], rollout, None, 1.0)
+        rules = make_config("classic")
+        env = HostTables(tables, ["simple"] * tables, rules, "match", Teacher("simple", tables, 0, rules))
     else:
         env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
-        env.reset(seed=0)
-        sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
+    env.reset(seed=0)
+    sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
 
-        def collect() -> None:
-            collect_tensor_rollout(model, env, rollout, 1.0)
-            sync()
+    def collect() -> None:
+        collect_rollout(model, env, rollout, 1.0)
+        sync()
 
     def run(seconds: float) -> int:
         decisions = 0
@@ -142,9 +139,10 @@ def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
 def ppo_loop(system: str, tables: int, device: str):
     """Whole PPO updates (``Hyperparameters()``'s rollout length, epochs and minibatches)."""
     from okgin_env.observation import layout_for
-    from okgin_env.vector import VectorGymEnv
+    from okgin_env.rules.config import make_config
+    from training.host_tables import HostTables, Teacher
     from training.model import PolicyValueNet
-    from training.tensor_rollout import TensorTables, collect_tensor_rollout, tensor_bootstrap_value
+    from training.tensor_rollout import TensorTables
     from training.train import Hyperparameters, Rollout, bootstrap_value, collect_rollout, compute_advantages, update_networks
 
     torch.manual_seed(0)
@@ -155,24 +153,19 @@ def ppo_loop(system: str, tables: int, device: str):
     optimizer = torch.optim.Adam(model.parameters(), lr=hyper.learning_rate, eps=1e-5)
     rollout = Rollout.allocate(hyper.rollout_length, tables, size, device=on)
     if system in ("today", "update"):
-        env = VectorGymEnv(tables, opponents="simple", learner_seat="alternate", episode="match", reward="points")
-        observations, infos = env.reset(seed=0)
-        state = [observations, infos["action_mask"]]
-
-        def collect() -> torch.Tensor:
-            state[:] = collect_rollout(model, env, state[0], state[1], rollout, None, hyper.reward_scale)
-            return bootstrap_value(model, env, state[0], state[1])
-
-        if system == "update":  # the gradient steps alone, over one collected rollout: the bound of both
-            fixed = collect()
-            collect = lambda: fixed  # noqa: E731
+        rules = make_config("classic")
+        env = HostTables(tables, ["simple"] * tables, rules, "match", Teacher("simple", tables, 0, rules))
     else:
         env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
-        env.reset(seed=0)
+    env.reset(seed=0)
 
-        def collect() -> torch.Tensor:
-            collect_tensor_rollout(model, env, rollout, hyper.reward_scale)
-            return tensor_bootstrap_value(model, env)
+    def collect() -> torch.Tensor:
+        collect_rollout(model, env, rollout, hyper.reward_scale)
+        return bootstrap_value(model, env)
+
+    if system == "update":  # the gradient steps alone, over one collected rollout: the bound of both
+        fixed = collect()
+        collect = lambda: fixed  # noqa: E731
 
     sync = torch.cuda.synchronize if torch.device(on).type == "cuda" else (lambda: None)
 

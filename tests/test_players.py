@@ -101,7 +101,7 @@ def test_the_same_specs_work_as_pool_entries_teachers_and_labelling_opponents():
     pytest.importorskip("torch")
     from training.labelling import label_decisions
     from training.league import parse_pool
-    from training.train import Teacher
+    from training.host_tables import Teacher
 
     config = make_config("classic")
     pool = parse_pool(" ".join(f"{spec}@{k + 1}" for k, spec in enumerate(SPECS)) + " self@0.5", config)

@@ -399,8 +399,8 @@ def test_active_steps_only_those_games():
 
 def test_tensor_tables_return_when_every_learner_is_to_act_and_alternate_seats():
     from training.model import PolicyValueNet
-    from training.tensor_rollout import TensorTables, collect_tensor_rollout
-    from training.train import Rollout
+    from training.tensor_rollout import TensorTables
+    from training.train import Rollout, collect_rollout
 
     tables = TensorTables(32, learner_seat="alternate", episode="round")
     tables.reset(seed=12)
@@ -418,7 +418,7 @@ def test_tensor_tables_return_when_every_learner_is_to_act_and_alternate_seats()
     assert seats_seen == {0, 1} and rounds >= 100
     model = PolicyValueNet(tables.env.obs_size)
     rollout = Rollout.allocate(8, 32, tables.env.obs_size)
-    collect_tensor_rollout(model, tables, rollout, 1.0)
+    collect_rollout(model, tables, rollout, 1.0)
     chosen_ids = rollout.action_ids.gather(2, rollout.actions[:, :, None]).squeeze(2)
     assert (chosen_ids < NUM_ACTIONS).all() and rollout.legal.gather(2, rollout.actions[:, :, None]).all()
 
@@ -535,8 +535,8 @@ def test_tensor_rollout_records_each_tables_learner_decisions_in_order(imitate):
     from okgin_env.observation import view
     from training.model import PolicyValueNet
     from training.policy import encode_views
-    from training.tensor_rollout import TensorTables, collect_tensor_rollout
-    from training.train import Rollout
+    from training.tensor_rollout import TensorTables
+    from training.train import Rollout, collect_rollout
 
     tables = TensorTables(24, learner_seat="alternate", episode="match", reward="points", seed=5)
     tables.reset()
@@ -545,7 +545,7 @@ def test_tensor_rollout_records_each_tables_learner_decisions_in_order(imitate):
     steps, rounds = 12, 0
     for _ in range(3):
         rollout = Rollout.allocate(steps, 24, tables.env.obs_size)
-        collect_tensor_rollout(model, tables, rollout, 25.0, imitate=imitate)
+        collect_rollout(model, tables, rollout, 25.0, imitate=imitate)
         assert torch.equal(tables.env.current, tables.learner)
         assert rollout.legal.any(-1).all() and rollout.legal.gather(2, rollout.actions[:, :, None]).all()
         observations = rollout.observations.reshape(-1, tables.env.obs_size)

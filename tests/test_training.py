@@ -224,6 +224,39 @@ def test_rollout_buffers_are_preallocated_steps_by_tables():
     assert rollout.flat("legal").shape == (15, MAX_LEGAL_ACTIONS)
 
 
+@pytest.mark.parametrize("engine", ["host", "tensor"])
+@pytest.mark.parametrize("imitate", [False, True])
+def test_one_collect_rollout_steps_both_engines_tables(engine: str, imitate: bool):
+    """``collect_rollout`` over either tables: T decisions per table, each a legal choice (the
+    policy's, or the teacher's while imitating), rewards only where rounds ended and the round points
+    their unscaled sum; the tables wait at their learners' turns for the bootstrap value."""
+    from okgin_env.rules.config import make_config
+    from training.host_tables import HostTables, Teacher
+    from training.model import PolicyValueNet
+    from training.tensor_rollout import TensorTables
+    from training.train import Rollout, bootstrap_value, collect_rollout
+
+    rules = make_config("standard")
+    if engine == "host":
+        tables = HostTables(6, ["simple"] * 6, rules, "round", Teacher("simple", 6, 3, rules))
+    else:
+        tables = TensorTables(6, rules="standard", episode="round", reward="points")
+    tables.reset(seed=3)
+    torch.manual_seed(3)
+    model = PolicyValueNet(378)
+    rounds = 0
+    for _ in range(3):
+        rollout = Rollout.allocate(10, 6, 378)
+        collect_rollout(model, tables, rollout, 25.0, imitate=imitate)
+        assert tables.learner_to_act().all() and bootstrap_value(model, tables).shape == (6,)
+        assert rollout.legal.gather(2, rollout.actions[:, :, None]).all()
+        ends = rollout.round_ends.bool()
+        assert not rollout.rewards[~ends].any() and rollout.rounds == int(ends.sum())
+        assert rollout.round_points == pytest.approx(float(rollout.rewards[ends].double().sum()) * 25.0)
+        rounds += rollout.rounds
+    assert rounds >= 2
+
+
 def test_training_prints_where_its_outputs_go_and_a_summary(tmp_path: Path, capsys):
     run_dir = tmp_path / "printed"
     # PPO from the start (no imitation): the first update is evaluated, so a win rate shows at once.
@@ -651,7 +684,7 @@ def test_the_warm_start_imitates_the_bc_teacher_on_each_tables_observation(tmp_p
     from okgin_env.bots import LookaheadBot
     from okgin_env.rules.config import make_config
     from okgin_env.vector import VectorGymEnv
-    from training.train import Teacher
+    from training.host_tables import Teacher
 
     config = make_config("penalty", num_players=3)
     tables = VectorGymEnv(4, opponents="simple", learner_seat="alternate", rules="penalty", num_players=3,

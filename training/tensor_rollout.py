@@ -5,14 +5,15 @@ opponent on one torch device, no per-game Python.
 every game (a fixed seat, or ``"alternate"``: the other seat after each episode), the tensor
 ``simple`` (``okgin_env.tensor.simple``) plays the other, and ``learner_step`` returns once every
 game waits for the learner again, with the learner's rewards since its last decision.
-``collect_tensor_rollout`` fills ``training.train.Rollout`` buffers (on the device) from it with the
-same network inputs, bit for bit, as ``collect_rollout`` computes on the host
-(``okgin_env.tensor.network.decision_inputs``). It does not step the tables in lockstep (the
-learner's move, then the opponents' until every table waits for the learner: about 4 engine steps
-of the whole batch per learner decision, most games idle): every engine step plays every game
-once, the learner's decisions through one forward pass over the games where it is to act and
-``simple``'s in the others, about 2.2 engine steps per learner decision; observations are encoded
-only for the learner's decisions (``TensorEnv.step(observe=False)``, ``observe_rows``).
+It also implements the tables protocol (``training.host_tables``) over which
+``training.train.collect_rollout`` fills the ``Rollout`` buffers (on the device), with the same
+network inputs, bit for bit, as the host tables give (``okgin_env.tensor.network.decision_inputs``).
+Its ``step`` does not play the tables in lockstep (the learner's move, then the opponents' until
+every table waits for the learner: about 4 engine steps of the whole batch per learner decision,
+most games idle): every engine step plays every game once, the learner's decisions (one forward
+pass over the games where it is to act) and ``simple``'s in the others, about 2.2 engine steps per
+learner decision; observations are encoded only for the learner's decisions
+(``TensorEnv.step(observe=False)``, ``observe_rows``).
 
 Threads: ``training.train.run`` sets torch's CPU threads to ``Hyperparameters.torch_threads`` (1)
 on both paths; a caller that builds ``TensorTables`` itself on the CPU should call
@@ -27,7 +28,6 @@ from okgin_env.tensor import TensorEnv
 from okgin_env.tensor.network import decision_inputs
 from okgin_env.tensor.simple import simple_actions
 
-from .model import PolicyValueNet
 
 
 def resolve_device(device: str) -> torch.device:
@@ -88,6 +88,27 @@ class TensorTables:
             ended = ended | (out.round_over & pending)
             self._switch_seats((out.terminated | out.truncated) & pending)
 
+    # ---- the tables protocol of training.train.collect_rollout (see training.host_tables)
+
+    def learner_to_act(self) -> torch.Tensor:
+        return self.env.current == self.learner
+
+    def opponent_actions(self) -> torch.Tensor:
+        return simple_actions(self.env, generator=self._opponent_random)
+
+    def teacher_actions(self, rows: torch.Tensor) -> torch.Tensor:
+        return simple_actions(self.env, generator=self.teacher_random)[rows]
+
+    def step(self, actions: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every active game once, whoever is to act (observations are encoded only for the
+        learner's next decisions, by ``inputs``): the learner's rewards and where a round ended."""
+        out = self.env.step(actions, active=active, observe=False)
+        if bool(out.illegal.any()):
+            raise ValueError(f"an illegal action in game {int(out.illegal.nonzero()[0, 0])}")
+        rewards = out.rewards.gather(1, self.learner[:, None]).squeeze(1)  # the seat's before any swap
+        self._switch_seats(out.terminated | out.truncated)
+        return rewards, out.round_over
+
     def close(self) -> None:
         pass
 
@@ -99,66 +120,4 @@ class TensorTables:
         return (self.env.observe_rows(rows), *decision_inputs(self.env, rows=rows))
 
 
-def tensor_bootstrap_value(model: PolicyValueNet, tables: TensorTables) -> torch.Tensor:
-    """The value of each table's next decision (where the rollout stopped)."""
-    with torch.no_grad():
-        return model(*tables.inputs())[1]
-
-
-def collect_tensor_rollout(model: PolicyValueNet, tables: TensorTables, rollout, reward_scale: float,
-                           imitate: bool = False) -> None:
-    """``training.train.collect_rollout`` on the tensor engine: every table's learner decides T
-    times, sampled from the policy (``imitate``: the tensor ``simple`` chooses, the imitation
-    phase's teacher); the buffers of ``rollout`` live on the device, ``rollout.X[t, g]`` being
-    table g's t-th decision and what followed it until its next one (as ``collect_rollout``).
-
-    Every engine step plays every game once, whoever is to act: the learner's decisions (in one
-    forward pass over the games where it is to act) and ``simple``'s in the others, so no game
-    waits for the others' opponents. A table that has made its T decisions waits (inactive) at
-    its learner's next turn, where the bootstrap value is read and the next rollout starts.
-    """
-    steps, n = rollout.actions.shape
-    env, dev = tables.env, tables.device
-    made = torch.zeros(n, dtype=torch.int64, device=dev)  # decisions recorded per table
-    everyone = torch.arange(n, device=dev)
-    rollout.rewards.zero_()
-    rollout.round_ends.zero_()
-    while True:
-        learner_turn = env.current == tables.learner
-        waiting = learner_turn & (made >= steps)
-        if bool(waiting.all()):
-            break
-        deciding = (learner_turn & ~waiting).nonzero().squeeze(1)
-        actions = simple_actions(env, generator=tables._opponent_random)
-        if deciding.numel():
-            inputs = tables.inputs(deciding)
-            with torch.no_grad():
-                logits, value = model(*inputs)
-                distribution = torch.distributions.Categorical(logits=logits, validate_args=False)
-                if imitate:
-                    teacher = simple_actions(env, generator=tables.teacher_random)[deciding]
-                    chosen = (inputs[3] == teacher[:, None]).long().argmax(1)
-                else:
-                    chosen = distribution.sample()
-                log_prob = distribution.log_prob(chosen)
-            actions[deciding] = inputs[3].gather(1, chosen[:, None]).squeeze(1)
-            slot = made[deciding]
-            for buffer, values in zip((rollout.observations, rollout.contexts, rollout.action_features,
-                                       rollout.action_ids, rollout.legal, rollout.actions, rollout.log_probs,
-                                       rollout.values), (*inputs, chosen, log_prob, value)):
-                buffer[slot, deciding] = values
-            made[deciding] += 1
-        out = env.step(actions, active=~waiting, observe=False)
-        if bool(out.illegal.any()):
-            raise ValueError(f"an illegal action in game {int(out.illegal.nonzero()[0, 0])}")
-        # What this step paid the learner and whether a round ended belong to its last decision.
-        last = (made - 1).clamp(min=0)
-        rollout.rewards[last, everyone] += out.rewards.gather(1, tables.learner[:, None]).squeeze(1)
-        rollout.round_ends[last, everyone] = torch.maximum(rollout.round_ends[last, everyone], out.round_over.float())
-        tables._switch_seats(out.terminated | out.truncated)
-    ended = rollout.round_ends > 0
-    rollout.round_points, rollout.rounds = float(rollout.rewards[ended].double().sum()), int(ended.sum())
-    rollout.rewards /= reward_scale
-
-
-__all__ = ["TensorTables", "collect_tensor_rollout", "resolve_device", "tensor_bootstrap_value"]
+__all__ = ["TensorTables", "resolve_device"]

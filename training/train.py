@@ -1,6 +1,8 @@
 """Train a masked-action policy for Oklahoma Gin with PPO against the ``simple`` bot.
 
-Read top to bottom: settings; the rollout buffers; the rollout; advantages; the update; ``run``,
+Read top to bottom: settings; the rollout buffers; the rollout (one ``collect_rollout`` over the
+tables protocol that both engines implement: ``training.host_tables.HostTables`` on the host,
+``training.tensor_rollout.TensorTables`` on a torch device); advantages; the update; ``run``,
 which seeds everything and runs the loop (the evaluation process, the run's files and log and
 the signal handling are in ``training.run``, self-play snapshots in ``training.league``).
 Run ``python -m training.train --help``.
@@ -60,19 +62,20 @@ from tqdm import tqdm
 
 from okgin_env.observation import layout_for
 from okgin_env.rules.actions import KNOCK_BASE, TAKE_DISCARD
-from okgin_env.players import make_player
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
-from okgin_env.vector import VectorGymEnv
 
 from .cli import RunOptions, check_settings, make_run_dir, parse_settings, seed_everything, setting
 from .features import GIN_COLUMN, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
+from .host_tables import HostTables, Teacher
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
 from .manifest import check_same_settings, write_manifest
 from .model import PolicyValueNet
 from .plot import plot_progress
-from .policy import MAX_HIDDEN, CheckpointError, build_model, encode_batch, load_checkpoint, save_checkpoint, write_checkpoint
+from .policy import MAX_HIDDEN, CheckpointError, build_model, load_checkpoint, save_checkpoint, write_checkpoint
 from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, format_evaluation
-from .tensor_rollout import TensorTables, collect_tensor_rollout, resolve_device, tensor_bootstrap_value
+from .tensor_rollout import TensorTables, resolve_device
+
+LearnerTables = HostTables | TensorTables  # the tables protocol of collect_rollout (training.host_tables)
 
 PROG = "python -m training.train"
 
@@ -216,69 +219,59 @@ class Rollout:
 # ----------------------------------------------------------------------------- rollout
 
 
-class Teacher:
-    """The player imitated during the warm start (``--bc-teacher``, a player spec), choosing for
-    every table's learner.
-
-    A teacher with the fast path on engine states (``act_states``, as ``simple`` has) is one
-    instance seeded with ``seed`` for all the tables; any other has one seeded instance per table
-    and reads the learner's observation.
+def collect_rollout(model: PolicyValueNet, tables: LearnerTables, rollout: Rollout, reward_scale: float,
+                    imitate: bool = False) -> None:
+    """Every table's learner decides T times: sampled from the policy, or (``imitate``) the
+    teacher's choice; ``rollout.X[t, g]`` is table g's t-th decision and what followed it until its
+    next one. ``tables`` is the host's (``HostTables``: every learner is to act after each step) or
+    the device's (``TensorTables``: each step plays every game once, the learners' decisions in one
+    forward pass over the games where they are to act). A table that has made its T decisions waits
+    at its learner's next turn, where the bootstrap value is read and the next rollout starts.
     """
-
-    def __init__(self, spec: str, num_tables: int, seed: int, config: RulesConfig):
-        shared = make_player(spec, seed=seed, rules=config)
-        self.shared = shared if callable(getattr(shared, "act_states", None)) else None
-        self.bots = None if self.shared is not None else [
-            make_player(spec, seed=int(np.random.SeedSequence([seed, table]).generate_state(1)[0]), rules=config)
-            for table in range(num_tables)]
-
-    def actions(self, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray) -> list[int]:
-        if self.shared is not None:
-            return [int(a) for a in self.shared.act_states([match.round for match in tables.batch.matches])]
-        return [int(bot.act({"observation": obs, "action_mask": mask}))
-                for bot, obs, mask in zip(self.bots, observations, masks)]
-
-
-def collect_rollout(model: PolicyValueNet, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray,
-                    rollout: Rollout, teacher: Teacher | None, reward_scale: float):
-    """Every table's learner decides once per step, in one batched forward pass, for T steps.
-
-    ``teacher`` given (imitation): it chooses the actions; otherwise they are sampled from the
-    policy. Returns the observations and masks after the last step.
-    """
-    num_players = tables.batch.num_players
-    rollout.round_points, rollout.rounds = 0.0, 0
-    for t in range(rollout.actions.shape[0]):
-        inputs, legal_actions = encode_batch(observations, masks, num_players, model.outlook)
-        with torch.no_grad():
-            logits, value = model(*inputs)
-            distribution = torch.distributions.Categorical(logits=logits)
-            if teacher is not None:
-                chosen = torch.tensor([actions.index(action) for action, actions in
-                                       zip(teacher.actions(tables, observations, masks), legal_actions)])
-            else:
-                chosen = distribution.sample()
-            log_prob = distribution.log_prob(chosen)
-        actions = np.array([acts[i] for acts, i in zip(legal_actions, chosen.tolist())])
-        observations, rewards, terminated, truncated, infos = tables.step(actions)
-        masks = infos["action_mask"]
-        # One round is one GAE episode: it ends when a round (or the match) ended during the step.
-        round_ended = terminated | truncated | infos.get("_round_outcome", np.zeros(len(actions), dtype=bool))
-        rollout.round_points += float(rewards[round_ended].sum())
-        rollout.rounds += int(round_ended.sum())
-        (rollout.observations[t], rollout.contexts[t], rollout.action_features[t], rollout.action_ids[t],
-         rollout.legal[t]) = inputs
-        rollout.actions[t], rollout.log_probs[t], rollout.values[t] = chosen, log_prob, value
-        rollout.rewards[t] = torch.from_numpy(rewards / reward_scale)
-        rollout.round_ends[t] = torch.from_numpy(round_ended.astype(np.float32))
-    return observations, masks
+    steps, n = rollout.actions.shape
+    made = torch.zeros(n, dtype=torch.int64, device=tables.device)  # decisions recorded per table
+    everyone = torch.arange(n, device=tables.device)
+    earned = torch.zeros(steps, n, dtype=torch.float64, device=tables.device)  # raw points, exact
+    rollout.round_ends.zero_()
+    while True:
+        learner_turn = tables.learner_to_act()
+        waiting = learner_turn & (made >= steps)
+        if bool(waiting.all()):
+            break
+        deciding = (learner_turn & ~waiting).nonzero().squeeze(1)
+        actions = tables.opponent_actions()
+        if deciding.numel():
+            inputs = tables.inputs(deciding)
+            with torch.no_grad():
+                logits, value = model(*inputs)
+                distribution = torch.distributions.Categorical(logits=logits, validate_args=False)
+                if imitate:
+                    teacher = tables.teacher_actions(deciding)
+                    chosen = ((inputs[3] == teacher[:, None]) & inputs[4]).long().argmax(1)
+                else:
+                    chosen = distribution.sample()
+                log_prob = distribution.log_prob(chosen)
+            actions[deciding] = inputs[3].gather(1, chosen[:, None]).squeeze(1)
+            slot = made[deciding]
+            for buffer, values in zip((rollout.observations, rollout.contexts, rollout.action_features,
+                                       rollout.action_ids, rollout.legal, rollout.actions, rollout.log_probs,
+                                       rollout.values), (*inputs, chosen, log_prob, value)):
+                buffer[slot, deciding] = values
+            made[deciding] += 1
+        rewards, round_over = tables.step(actions, ~waiting)
+        # What the step paid the learner and whether a round ended belong to its last decision.
+        last = (made - 1).clamp(min=0)
+        earned[last, everyone] += rewards
+        rollout.round_ends[last, everyone] = torch.maximum(rollout.round_ends[last, everyone], round_over.float())
+    ended = rollout.round_ends > 0
+    rollout.round_points, rollout.rounds = float(earned[ended].sum()), int(ended.sum())
+    rollout.rewards.copy_(earned / reward_scale)
 
 
-def bootstrap_value(model: PolicyValueNet, tables: VectorGymEnv, observations: np.ndarray, masks: np.ndarray) -> torch.Tensor:
+def bootstrap_value(model: PolicyValueNet, tables: LearnerTables) -> torch.Tensor:
     """The value of each table's next decision (where the rollout stopped)."""
     with torch.no_grad():
-        inputs, _ = encode_batch(observations, masks, tables.batch.num_players, model.outlook)
-        return model(*inputs)[1]
+        return model(*tables.inputs())[1]
 
 
 # ----------------------------------------------------------------------------- advantages
@@ -418,16 +411,12 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     table_opponents = split_tables(parse_pool(config.opponent_pool, rules), config.num_tables)
     snapshots = SnapshotPool([i for i, name in enumerate(table_opponents) if name == SELF], config.seed)
     if config.device:  # the tensor engine: tables, inputs, simple and the network on one device
-        tables = TensorTables(config.num_tables, device=device, learner_seat="alternate", rules=config.rules,
-                              episode=config.episode, reward="points")
-        tables.reset(seed=int(table_rng.integers(2**31)))
-        observations = masks = None
+        tables: LearnerTables = TensorTables(config.num_tables, device=device, learner_seat="alternate",
+                                             rules=config.rules, episode=config.episode, reward="points")
     else:
-        tables = VectorGymEnv(config.num_tables, opponents=["simple" if name == SELF else name for name in table_opponents],
-                              learner_seat="alternate", rules=config.rules, num_players=rules.num_players,
-                              episode=config.episode, reward="points")
-        observations, infos = tables.reset(seed=int(table_rng.integers(2**31)))
-        masks = infos["action_mask"]
+        tables = HostTables(config.num_tables, ["simple" if name == SELF else name for name in table_opponents],
+                            rules, config.episode, teacher, outlook=config.outlook_features)
+    tables.reset(seed=int(table_rng.integers(2**31)))
     rollout = Rollout.allocate(hyper.rollout_length, config.num_tables, observation_size, model.num_action_features,
                                device=device)
     log = RunLog(files, fresh=not resumed)
@@ -451,13 +440,8 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                    and not (config.minutes and time.time() - start >= 60 * config.minutes)):
                 phase = "bc" if progress.update < imitation_updates else "ppo"
                 # ---- rollout, advantages, update
-                if config.device:
-                    collect_tensor_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc")
-                    next_value = tensor_bootstrap_value(model, tables)
-                else:
-                    observations, masks = collect_rollout(model, tables, observations, masks, rollout,
-                                                          teacher if phase == "bc" else None, hyper.reward_scale)
-                    next_value = bootstrap_value(model, tables, observations, masks)
+                collect_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc")
+                next_value = bootstrap_value(model, tables)
                 if config.round_reward == "win":  # a round pays the sign of its points: single hands won
                     rollout.rewards.sign_()
                 advantages, returns = compute_advantages(rollout, next_value, hyper.gae_lambda)
