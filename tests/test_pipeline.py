@@ -89,7 +89,7 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_settings(tmp_p
     argv = ["--quick", "--run-dir", str(tmp_path / "p"), "--no-progress"]
     monkeypatch.setattr(pipeline, "run_stage", stopped)
     assert cli(argv) == 128 + signal.SIGTERM
-    assert "stopped (SIGTERM); continue with: python -m training.pipeline --quick" in capsys.readouterr().err
+    assert "stopped by SIGTERM; continue with: python -m training.pipeline --quick" in capsys.readouterr().err
     assert cli(argv) == 2  # not started over by a plain rerun
     assert cli([*argv, "--resume", "--seed", "4"]) == 2  # nor resumed with other settings
     assert "other settings" in capsys.readouterr().err
@@ -215,7 +215,7 @@ def test_sigterm_in_an_improvement_stage_stops_the_pipeline_with_a_message(tmp_p
     run_dir = tmp_path / "p"
     _, returncode, err = quick_pipeline_stopped_at(run_dir, run_dir / "improve1" / "config.json", seconds=300)
     assert returncode == 128 + signal.SIGTERM, err
-    assert "stopped (SIGTERM); continue with: python -m training.pipeline --quick" in err
+    assert "stopped by SIGTERM; continue with: python -m training.pipeline --quick" in err
 
 
 def test_a_resume_whose_stages_were_planned_otherwise_is_refused(tmp_path, monkeypatch, capsys):

@@ -680,7 +680,7 @@ def test_exploit_stopped_in_its_measurement_says_how_to_continue(tmp_path, monke
     argv = ["--policy", "simple", "--run-dir", str(tmp_path / "ex"), "--no-progress"]
     assert exploit.cli(argv) == 128 + signal.SIGINT
     err = capsys.readouterr().err
-    assert "stopped by SIGINT; nothing measured" in err and f"--run-dir {tmp_path / 'ex'} --no-progress --resume" in err
+    assert "stopped by SIGINT; continue with: " in err and f"--run-dir {tmp_path / 'ex'} --no-progress --resume" in err
     assert "Traceback" not in err and not (tmp_path / "ex" / "exploit.json").exists()
 
 

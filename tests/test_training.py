@@ -847,3 +847,26 @@ def test_exploit_refuses_bad_arguments_with_one_line(tmp_path: Path, capsys, arg
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("name", ["train", "improve", "distil", "exploit", "pipeline", "curve"])
+def test_every_training_command_has_one_shape_of_exit_codes_and_stop_messages(name: str, tmp_path: Path, capsys):
+    """training.cli.Command is each stage's command line: a setting out of range exits 2 with one
+    line naming its flag; a stop before the run's own loop exits 130 with the command that continues."""
+    import dataclasses
+    import importlib
+
+    module = importlib.import_module(f"training.{name}")
+    command = module.command() if name == "exploit" else module.COMMAND
+    extra = ["--policy", "simple"] if name == "exploit" else []
+    assert module.cli([*extra, "--seed", "-1", "--run-dir", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{command.prog}: error: --seed") and not (tmp_path / "x").exists()
+
+    def stopped(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    argv = [*extra, "--run-dir", str(tmp_path / "y"), "--no-progress"]
+    assert dataclasses.replace(command, run=stopped).cli(argv) == 130
+    err = capsys.readouterr().err
+    assert err == f"{command.prog}: stopped by SIGINT; continue with: {command.prog} {' '.join(argv)} --resume\n"

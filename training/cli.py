@@ -5,16 +5,22 @@ is the one validator (a ``ValueError`` naming the first setting out of its range
 ``parse_settings`` builds the command line from the fields. A field whose default is itself a
 settings dataclass (a stage's hyperparameters) is set from Python, not from the command line:
 the flags are what a user of the command reaches for, the rest has its documented default.
+
+``Command`` is the one command-line shape of the training stages (``python -m training.NAME``):
+``parse_args``, ``main`` and ``cli`` with the same exit codes and stop messages everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import random
 import shlex
+import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from okgin_env.rules.config import is_int
+from okgin_env.signals import sigterm_raises
 
 T = TypeVar("T")
 
@@ -139,6 +146,56 @@ def command_line(prog: str, argv: list[str] | None) -> str:
     return shlex.join([*prog.split(), *given])
 
 
+@dataclass(frozen=True)
+class Command:
+    """A training command: its settings class and ``RunOptions`` as flags, and its ``run(config,
+    run_dir, *, resume, progress_bar[, command])``, which returns the run's summary.
+
+    ``cli`` exits 0 when the run finished; 2 with one line on bad input (a ``ValueError``, a
+    missing file, or Ray missing for ``--ray-address``); 128 + the signal's number when a signal
+    stopped it (a summary whose ``stopped_by`` names it, or a ``KeyboardInterrupt``), printing the
+    command that continues it. ``sigterm``: SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does
+    (for commands with work outside the PPO loop, which handles its own signals);
+    ``says_how_to_resume``: ``run`` takes ``command`` and prints the resume line itself;
+    ``adjust(config, options)`` may change the options after parsing (returns them).
+    """
+
+    prog: str
+    description: str
+    settings: type
+    run: Callable[..., Any]
+    run_dir: str
+    sigterm: bool = False
+    says_how_to_resume: bool = False
+    adjust: Callable[[Any, RunOptions], RunOptions] | None = None
+
+    def parse_args(self, argv: list[str] | None = None) -> tuple[Any, RunOptions]:
+        config, options = parse_settings((self.settings, RunOptions), argv, self.description, prog=self.prog,
+                                         run_dir=self.run_dir)
+        return config, (self.adjust(config, options) if self.adjust else options)
+
+    def main(self, argv: list[str] | None = None) -> Any:
+        """The command as a function: the run's summary."""
+        config, options = self.parse_args(argv)
+        given = {"command": command_line(self.prog, argv)} if self.says_how_to_resume else {}
+        return self.run(config, options.run_dir, resume=options.resume, progress_bar=options.progress, **given)
+
+    def cli(self, argv: list[str] | None = None) -> int:
+        try:
+            with sigterm_raises() if self.sigterm else contextlib.nullcontext():
+                summary = self.main(argv)
+        except (ValueError, FileNotFoundError, ImportError) as error:  # a CheckpointError is a ValueError
+            print(f"{self.prog}: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as stop:
+            name = getattr(stop, "signal_name", "SIGINT")  # a plain KeyboardInterrupt: Ctrl-C
+            print(f"{self.prog}: stopped by {name}; continue with: {command_line(self.prog, argv)} --resume",
+                  file=sys.stderr)
+            return 128 + signal.Signals[name].value
+        stopped = summary.get("stopped_by") if isinstance(summary, dict) else None
+        return 128 + signal.Signals[stopped].value if stopped else 0
+
+
 def make_run_dir(path: str | Path, flag: str = "--run-dir") -> Path:
     """``path`` made a folder (with its parents); a ``ValueError`` in one line when it cannot be
     (a file in the way, no permission, a device), before anything else is written."""
@@ -166,4 +223,4 @@ def seed_everything(seed: int, torch_threads: int) -> None:
     torch.set_num_threads(torch_threads)
 
 
-__all__ = ["RunOptions", "check_settings", "command_line", "flag_of", "make_run_dir", "parse_settings", "seed_everything", "setting"]
+__all__ = ["Command", "RunOptions", "check_settings", "command_line", "flag_of", "make_run_dir", "parse_settings", "seed_everything", "setting"]

@@ -23,15 +23,13 @@ command to continue printed. Re-running ``--resume`` with a larger ``--milestone
 from __future__ import annotations
 
 import csv
-import shlex
 import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cli import make_run_dir, parse_settings, setting
+from .cli import Command, make_run_dir, setting
 
 PROG = "python -m training.curve"
 
@@ -181,25 +179,9 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
     return {"rows": rows, "stopped_by": stopped}
 
 
-def cli(argv: list[str] | None = None) -> int:
-    """``python -m training.curve``: exit 2 with one line on bad settings, 128 + the signal when stopped."""
-    from .cli import RunOptions
-
-    arguments = sys.argv[1:] if argv is None else argv
-    try:
-        config, options = parse_settings((CurveConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG,
-                                         run_dir="runs/curve")
-        kept = [a for a in arguments if a not in ("--resume", "--no-resume")]
-        result = run_curve(config, options.run_dir, resume=options.resume, progress_bar=options.progress,
-                           command=shlex.join([*PROG.split(), *kept]))
-    except ValueError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
-    stopped = result["stopped_by"]
-    return 128 + signal.Signals[stopped].value if stopped else 0
+COMMAND = Command(PROG, __doc__.splitlines()[0], CurveConfig, run_curve, run_dir="runs/curve",
+                  says_how_to_resume=True)
+cli = COMMAND.cli
 
 
 __all__ = ["CSV_FIELDS", "CurveConfig", "PEER_POINTS", "cli", "measure", "milestones_of", "plot_curve", "run_curve"]

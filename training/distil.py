@@ -42,7 +42,7 @@ import torch
 from okgin_env.bots import SimpleBot
 from okgin_env.players import make_player
 
-from .cli import RunOptions, check_settings, make_run_dir, parse_settings, seed_everything, setting
+from .cli import Command, check_settings, make_run_dir, seed_everything, setting
 from .features import MAX_LEGAL_ACTIONS
 from .improve import FitSettings, checkpoint_identity, chunk_sizes, fit_and_evaluate, label_chunks
 from .league import check_training_player
@@ -68,10 +68,6 @@ class DistilConfig:
     ray_address: str = setting("", "label on this Ray cluster (see training.workers); empty: local processes",
                                runtime=True)
     fit: FitSettings = setting(FitSettings(chunk=500), "the labelling jobs' size and the fit's constants (from Python)")
-
-
-def parse_args(argv: list[str] | None = None) -> tuple[DistilConfig, RunOptions]:
-    return parse_settings((DistilConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG, run_dir="runs/distil")
 
 
 # ----------------------------------------------------------------------------- labelling (worker processes)
@@ -143,20 +139,8 @@ def run(config: DistilConfig, run_dir: str | Path, *, resume: bool = False, prog
     return summary
 
 
-def main(argv: list[str] | None = None) -> dict:
-    """``python -m training.distil ARGS`` as a function: the run's summary."""
-    config, options = parse_args(argv)
-    return run(config, options.run_dir, resume=options.resume, progress_bar=options.progress)
-
-
-def cli(argv: list[str] | None = None) -> int:
-    """``python -m training.distil``: exit 2 with a message on bad input."""
-    try:
-        main(argv)
-    except (ValueError, ImportError, FileNotFoundError) as error:  # ImportError: --ray-address without Ray
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+COMMAND = Command(PROG, __doc__.splitlines()[0], DistilConfig, run, run_dir="runs/distil")
+parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 
 
 if __name__ == "__main__":

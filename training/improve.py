@@ -56,7 +56,7 @@ from tqdm import tqdm
 
 from okgin_env.rules.config import make_config
 
-from .cli import RunOptions, check_settings, make_run_dir, parse_settings, seed_everything, setting
+from .cli import Command, check_settings, make_run_dir, seed_everything, setting
 from .labelling import check_rollout_player, label_decisions
 from .manifest import check_manifest, write_manifest
 from .policy import build_model, load_checkpoint, save_checkpoint
@@ -397,25 +397,8 @@ def describe_result(result: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- command line
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[ImproveConfig, RunOptions]:
-    return parse_settings((ImproveConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG, run_dir="runs/improve")
-
-
-def main(argv: list[str] | None = None) -> dict:
-    """``python -m training.improve ARGS`` as a function: the step's summary."""
-    config, options = parse_args(argv)
-    return run(config, options.run_dir, resume=options.resume, progress_bar=options.progress)
-
-
-def cli(argv: list[str] | None = None) -> int:
-    """``python -m training.improve``: exit 2 with a message on bad arguments, checkpoints or a
-    Ray address without Ray."""
-    try:
-        main(argv)
-    except (ValueError, ImportError, FileNotFoundError) as error:  # CheckpointError is a ValueError
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    return 0
+COMMAND = Command(PROG, __doc__.splitlines()[0], ImproveConfig, run, run_dir="runs/improve")
+parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -53,9 +52,8 @@ from pathlib import Path
 from typing import Any
 
 from okgin_env.rules.config import PRESETS, make_config
-from okgin_env.signals import sigterm_raises
 
-from .cli import RunOptions, check_settings, command_line, make_run_dir, parse_settings, setting
+from .cli import Command, RunOptions, check_settings, make_run_dir, setting
 from .manifest import (check_manifest, config_dict, recorded_place, run_place, runtime_fields, same_setting,
                        write_manifest)
 
@@ -217,7 +215,7 @@ def stage_configs(config: PipelineConfig, root: Path) -> dict[str, Any]:
     return stages
 
 
-class StageStopped(Exception):
+class StageStopped(KeyboardInterrupt):
     """A stage stopped on a signal (``signal_name``); ``--resume`` continues it."""
 
     def __init__(self, signal_name: str):
@@ -453,35 +451,17 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- command line
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[PipelineConfig, RunOptions]:
-    config, options = parse_settings((PipelineConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG,
-                                     run_dir="runs/pipeline")
-    if config.quick and options.run_dir == "runs/pipeline":  # a smoke test never mixes with a real run
-        options = dataclasses.replace(options, run_dir="runs/pipeline-quick")
-    return config, options
+def quick_run_dir(config: PipelineConfig, options: RunOptions) -> RunOptions:
+    """A smoke test (``--quick``) never mixes with a real run: its default folder is its own."""
+    if config.quick and options.run_dir == "runs/pipeline":
+        return dataclasses.replace(options, run_dir="runs/pipeline-quick")
+    return options
 
 
-def main(argv: list[str] | None = None) -> dict:
-    """``python -m training.pipeline ARGS`` as a function: the run's record."""
-    config, options = parse_args(argv)
-    return run(config, options.run_dir, resume=options.resume, progress_bar=options.progress,
-               command=command_line(PROG, argv))
-
-
-def cli(argv: list[str] | None = None) -> int:
-    """``python -m training.pipeline``: exit 2 with a message on bad arguments, 128 + the signal's
-    number when a signal stopped it (130 for Ctrl-C, 143 for SIGTERM)."""
-    try:
-        with sigterm_raises():  # SIGTERM in any stage stops the pipeline as Ctrl-C does (PPO handles its own)
-            main(argv)
-    except (ValueError, FileNotFoundError, ImportError) as error:  # ImportError: --ray-address without Ray
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    except (StageStopped, KeyboardInterrupt) as stop:
-        name = getattr(stop, "signal_name", "SIGINT")  # a plain KeyboardInterrupt: Ctrl-C
-        print(f"{PROG}: stopped ({name}); continue with: {command_line(PROG, argv)} --resume", file=sys.stderr)
-        return 128 + signal.Signals.__members__.get(name, signal.SIGINT).value
-    return 0
+# SIGTERM in any stage stops the pipeline as Ctrl-C does (PPO handles its own)
+COMMAND = Command(PROG, __doc__.splitlines()[0], PipelineConfig, run, run_dir="runs/pipeline", sigterm=True,
+                  says_how_to_resume=True, adjust=quick_run_dir)
+parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 
 
 if __name__ == "__main__":

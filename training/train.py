@@ -46,10 +46,6 @@ reward) are in docs/research/.
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import shlex
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -64,15 +60,33 @@ from okgin_env.observation import layout_for
 from okgin_env.rules.actions import KNOCK_BASE, TAKE_DISCARD
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 
-from .cli import RunOptions, check_settings, make_run_dir, parse_settings, seed_everything, setting
-from .features import GIN_COLUMN, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
+from .cli import Command, check_settings, make_run_dir, seed_everything, setting
+from .features import (
+    GIN_COLUMN,
+    MAX_LEGAL_ACTIONS,
+    NUM_ACTION_FEATURES,
+    NUM_CONTEXT_FEATURES,
+)
 from .host_tables import HostTables, Teacher
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
-from .manifest import check_same_settings, write_manifest
+from .manifest import write_manifest
 from .model import PolicyValueNet
-from .plot import plot_progress
-from .policy import MAX_HIDDEN, CheckpointError, build_model, load_checkpoint, save_checkpoint, write_checkpoint
-from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, format_evaluation
+from .policy import (
+    MAX_HIDDEN,
+    build_model,
+    load_checkpoint,
+    save_checkpoint,
+    write_checkpoint,
+)
+from .run import (
+    Evaluator,
+    Progress,
+    RunFiles,
+    RunLog,
+    StopSignals,
+    finish,
+    starting_point,
+)
 from .tensor_rollout import TensorTables, resolve_device
 
 LearnerTables = HostTables | TensorTables  # the tables protocol of collect_rollout (training.host_tables)
@@ -510,149 +524,11 @@ def evaluation_due(phase: str, progress: Progress, imitation_updates: int, confi
     return since == 1 or progress.update % config.eval_every == 0
 
 
-def starting_point(config: TrainConfig, files: RunFiles, model: PolicyValueNet, optimizer: torch.optim.Optimizer,
-                   rules: RulesConfig, resume: bool) -> tuple[Progress, bool]:
-    """Fresh, from trained weights (``--init-from``) or where the run stopped (``--resume``):
-    ``(progress, resumed)``; says which."""
-    if resume and files.last.exists():
-        progress = resume_state(files.last, model, optimizer, config, rules)
-        evaluated = (f"best win rate vs simple {progress.best_win_rate:.3f}" if progress.best_win_rate >= 0
-                     else "no evaluation yet")
-        print(f"resumed from {files.last}: update {progress.update}, {progress.decisions} decisions, {evaluated}")
-        return progress, True
-    if resume:
-        print(f"--resume: there is no {files.last} yet; starting a new run")
-    elif files.last.exists():
-        print(f"{files.last} exists but --resume was not given: starting over (its progress.csv is replaced)")
-    if config.init_from:
-        # Weights carry across presets with the same seats and observation (classic into standard):
-        # the rules a network was trained for are a starting point here, not a contract.
-        payload = load_checkpoint(config.init_from, num_players=rules.num_players)
-        check_width(config, payload, "--init-from")  # (the seats fix the observation's size: checked on load)
-        model.load_state_dict(payload["model"])
-        trained_for = payload["metadata"]["rules"]
-        note = "" if trained_for == rules.rules else f" (trained for {trained_for}; fine-tuned for {rules.rules})"
-        print(f"policy initialised from {config.init_from}{note}")
-    return Progress(), False
-
-
-def check_width(config: TrainConfig, payload: dict[str, Any], flag: str) -> None:
-    hidden = payload["metadata"]["hidden"]
-    if hidden != config.hyper.hidden:
-        raise ValueError(f"{flag}: the checkpoint has hidden={hidden}; this run's network has "
-                         f"Hyperparameters.hidden={config.hyper.hidden}")
-    outlook = payload["metadata"].get("outlook_features", False)
-    if outlook != config.outlook_features:
-        raise ValueError(f"{flag}: the checkpoint's network {'reads' if outlook else 'does not read'} the outlook "
-                         f"features; {'pass' if outlook else 'leave out'} --outlook-features")
-
-
-def resume_state(path: Path, model: PolicyValueNet, optimizer: torch.optim.Optimizer, config: TrainConfig,
-                 rules: RulesConfig) -> Progress:
-    """``--resume``: the network, the optimizer and the progress from the run's ``last.pt``."""
-    payload = load_checkpoint(path, rules=rules)
-    # The settings last.pt was trained with are the truth (config.json may be a later start's that failed).
-    recorded = payload["metadata"].get("args")
-    if not isinstance(recorded, dict):
-        raise CheckpointError(f"checkpoint {path} does not record the settings it was trained with")
-    check_same_settings(recorded, config, f"the run of {path}")  # (the network's width and inputs included)
-    saved = payload["metadata"].get("progress")
-    if "optimizer" not in payload or not isinstance(saved, dict) or set(saved) != set(dataclasses.asdict(Progress())):
-        raise CheckpointError(f"checkpoint {path} is not the last.pt of a training run (no optimizer state or progress)")
-    progress = checked_progress(path, saved)
-    model.load_state_dict(payload["model"])  # checked by load_checkpoint
-    try:
-        optimizer.load_state_dict(payload["optimizer"])
-        for parameter in model.parameters():  # every moment tensor dense, finite and of its weight's shape
-            for name, value in optimizer.state.get(parameter, {}).items():
-                if not isinstance(value, torch.Tensor) or value.layout != torch.strided or value.is_meta:
-                    raise ValueError(f"its {name} is not a dense tensor")
-                if name != "step" and (value.shape != parameter.shape or not bool(torch.isfinite(value).all())):
-                    raise ValueError(f"its {name} has shape {tuple(value.shape)} for a weight of shape "
-                                     f"{tuple(parameter.shape)}, or holds NaN or infinite values")
-    except (KeyError, RuntimeError, TypeError, ValueError, IndexError) as error:
-        raise CheckpointError(f"checkpoint {path}: its optimizer state does not fit this run "
-                              f"({str(error).strip().splitlines()[0][:200]})") from None
-    return progress
-
-
-def checked_progress(path: Path, saved: dict[str, Any]) -> Progress:
-    """The ``Progress`` a ``last.pt`` records, each field of its type and range; a
-    ``CheckpointError`` naming the field otherwise."""
-    rules = {"update": (int, 0, 10**12), "decisions": (int, 0, 10**15), "best_win_rate": (float, -1.0, 1.0),
-             "elapsed": (float, 0.0, 10.0**9)}
-    values = {}
-    for name, (kind, low, high) in rules.items():
-        value = saved.get(name)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        if not number or (kind is int and value != int(value)) or not low <= value <= high:
-            raise CheckpointError(f"checkpoint {path}: progress {name} is {value!r}; expected "
-                                  f"{'an integer' if kind is int else 'a number'} in {low}..{high}")
-        values[name] = kind(value)
-    return Progress(**values)
-
-
-def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float], stopped: str | None,
-           command: str | None) -> dict[str, Any]:
-    """Write the plot and ``summary.json``; print the summary (and, if stopped, how to resume).
-    ``progress``: what ``last.pt`` holds."""
-    if progress.best_win_rate >= 0:  # at least one evaluation to plot
-        plot_progress(files.root)
-    summary = {"decisions": progress.decisions, "updates": progress.update,
-               "best_win_rate_vs_simple": progress.best_win_rate, "last_evaluation": last_evaluation,
-               "elapsed_s": round(progress.elapsed, 1), "stopped_by": stopped,
-               "files": {name: str(path) if path.exists() else None for name, path in
-                         (("last", files.last), ("best", files.best), ("progress", files.csv),
-                          ("tensorboard", files.tensorboard), ("plot", files.plot))}}
-    files.summary.write_text(json.dumps(summary, indent=2))
-    lines = [f"{'stopped' if stopped else 'finished'}: {progress.update} updates, {progress.decisions} decisions, "
-             f"{progress.elapsed / 60:.1f} min of training"]
-    if last_evaluation:
-        lines.append(f"  last evaluation: {format_evaluation(last_evaluation)}")
-        lines.append(f"  best win rate vs simple: {progress.best_win_rate:.3f} ({files.best})")
-    else:
-        lines.append("  no evaluation finished (the first comes after imitation, then every --eval-every "
-                     "updates, or once at the end of a run that is imitation alone)")
-    lines.append(f"  checkpoint: {files.last}; progress: {files.csv}; summary: {files.summary}")
-    if files.plot.exists():
-        lines.append(f"  plot: {files.plot}")
-    print("\n".join(lines), flush=True)
-    if stopped and progress.update and command:
-        print(f"stopped by {stopped}; {files.last} holds update {progress.update}. Continue with:\n"
-              f"  {command} --resume", file=sys.stderr, flush=True)
-    elif stopped and not progress.update:
-        print(f"stopped by {stopped} before the first update finished; nothing saved", file=sys.stderr, flush=True)
-    return summary
-
-
 # ----------------------------------------------------------------------------- command line
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[TrainConfig, RunOptions]:
-    return parse_settings((TrainConfig, RunOptions), argv, __doc__.splitlines()[0], prog=PROG)
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """``python -m training.train ARGS`` as a function: the run's summary."""
-    config, options = parse_args(argv)
-    kept = [a for a in (sys.argv[1:] if argv is None else argv) if a not in ("--resume", "--no-resume")]
-    return run(config, options.run_dir, resume=options.resume, progress_bar=options.progress,
-               command=shlex.join([*PROG.split(), *kept]))
-
-
-def cli(argv: list[str] | None = None) -> int:
-    """``python -m training.train``: exit 2 with a message on bad arguments or checkpoints,
-    128 + the signal's number when stopped by a signal."""
-    try:
-        summary = main(argv)
-    except ValueError as error:  # CheckpointError included
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # before training began (once it has, signals stop it cleanly)
-        print(f"{PROG}: interrupted before the first update; nothing saved", file=sys.stderr)
-        return 128 + signal.SIGINT
-    stopped = summary["stopped_by"]
-    return 128 + signal.Signals[stopped].value if stopped else 0
+COMMAND = Command(PROG, __doc__.splitlines()[0], TrainConfig, run, run_dir="runs/ppo", says_how_to_resume=True)
+parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 
 
 if __name__ == "__main__":
