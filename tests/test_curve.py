@@ -90,3 +90,31 @@ def test_the_peer_environment_check_says_in_one_line_what_it_needs(tmp_path: Pat
     bad = subprocess.run([sys.executable, "benchmarks/peer_env_check.py", "--peer-dir", str(tmp_path), "--envs", "0"],
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--envs" in bad.stderr.splitlines()[-1]
+
+
+def test_sigterm_during_a_measurement_stops_the_curve_with_143_and_the_resume_command(tmp_path: Path, monkeypatch, capsys):
+    """The measurement runs outside the PPO loop's own signal handling: SIGTERM there stops the
+    curve as Ctrl-C does (exit 143, the command that continues it), no traceback."""
+    import os
+    import signal
+
+    import training.curve as curve
+
+    def terminated(*_args, **_kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the measurement")
+
+    def unhandled(*_args):  # what a SIGTERM meets if the command does not take it: a clean test failure
+        raise RuntimeError("SIGTERM reached the handler outside the command")
+
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        monkeypatch.setattr(curve, "measure", terminated)
+        argv = ["--milestones", "0.001", "--hands", "20", "--num-tables", "4", "--bc-updates", "1", "--device", "cpu",
+                "--run-dir", str(tmp_path / "c"), "--no-progress"]
+        assert curve.cli(argv) == 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err = capsys.readouterr().err
+    assert f"stopped by SIGTERM; continue with: python -m training.curve {' '.join(argv)} --resume" in err
+    assert "Traceback" not in err and not curve.read_rows(tmp_path / "c" / "curve.csv")  # nothing measured

@@ -870,3 +870,33 @@ def test_every_training_command_has_one_shape_of_exit_codes_and_stop_messages(na
     assert dataclasses.replace(command, run=stopped).cli(argv) == 130
     err = capsys.readouterr().err
     assert err == f"{command.prog}: stopped by SIGINT; continue with: {command.prog} {' '.join(argv)} --resume\n"
+
+
+def test_an_imitation_teacher_that_plays_an_illegal_action_is_refused_by_name():
+    """The host tables take the teacher's action ids: one that is not legal stops the rollout with
+    the table it came from (it must never be taken for slot 0 silently)."""
+    from okgin_env.rules.config import make_config
+    from training.host_tables import HostTables
+    from training.model import PolicyValueNet
+    from training.train import Rollout, collect_rollout
+
+    class Illegal:
+        def actions(self, tables, observations, masks):
+            return [106] * len(observations)  # knocking with the King of clubs: never legal at the offer
+
+    tables = HostTables(3, ["simple"] * 3, make_config("standard"), "round", Illegal())
+    tables.reset(seed=1)
+    with pytest.raises(ValueError, match="imitation teacher chose an illegal action in table 0"):
+        collect_rollout(PolicyValueNet(378), tables, Rollout.allocate(2, 3, 378), 25.0, imitate=True)
+
+
+def test_the_training_commands_import_and_describe_themselves_under_python_oo():
+    """``python -OO`` drops docstrings: the commands still import and print their --help."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    names = ["train", "improve", "distil", "exploit", "pipeline", "curve"]
+    code = "; ".join(f"import training.{name}" for name in names) + "; import training.train as t; t.parse_args(['--help'])"
+    done = subprocess.run([sys.executable, "-OO", "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "--total-decisions" in done.stdout, done.stderr[-500:]

@@ -161,7 +161,7 @@ class Command:
     """
 
     prog: str
-    description: str
+    description: str | None  # the module docstring: its first line is the --help description
     settings: type
     run: Callable[..., Any]
     run_dir: str
@@ -170,7 +170,8 @@ class Command:
     adjust: Callable[[Any, RunOptions], RunOptions] | None = None
 
     def parse_args(self, argv: list[str] | None = None) -> tuple[Any, RunOptions]:
-        config, options = parse_settings((self.settings, RunOptions), argv, self.description, prog=self.prog,
+        first_line = (self.description or self.prog).strip().splitlines()[0]  # (None under python -OO)
+        config, options = parse_settings((self.settings, RunOptions), argv, first_line, prog=self.prog,
                                          run_dir=self.run_dir)
         return config, (self.adjust(config, options) if self.adjust else options)
 

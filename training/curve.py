@@ -179,7 +179,8 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
     return {"rows": rows, "stopped_by": stopped}
 
 
-COMMAND = Command(PROG, __doc__.splitlines()[0], CurveConfig, run_curve, run_dir="runs/curve",
+# SIGTERM in a measurement stops the curve as Ctrl-C does (the training handles its own)
+COMMAND = Command(PROG, __doc__, CurveConfig, run_curve, run_dir="runs/curve", sigterm=True,
                   says_how_to_resume=True)
 cli = COMMAND.cli
 

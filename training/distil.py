@@ -139,7 +139,7 @@ def run(config: DistilConfig, run_dir: str | Path, *, resume: bool = False, prog
     return summary
 
 
-COMMAND = Command(PROG, __doc__.splitlines()[0], DistilConfig, run, run_dir="runs/distil")
+COMMAND = Command(PROG, __doc__, DistilConfig, run, run_dir="runs/distil")
 parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 
 

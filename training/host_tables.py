@@ -4,14 +4,18 @@ that ``training.train.collect_rollout`` steps.
 The protocol, which ``training.tensor_rollout.TensorTables`` implements on a torch device too:
 
 - ``device``: where the network and the rollout buffers live;
+- ``reset(seed)``: deal every table and play until each learner is to act;
 - ``learner_to_act()``: a bool tensor (N,), the tables whose learner is to act now;
 - ``inputs(rows=None)``: the network's inputs of those learners' decisions (None: every table's),
   ``(observation, context, action features, action ids, legal)``;
 - ``opponent_actions()``: an action id (N,) for every table whose learner is not to act;
 - ``teacher_actions(rows)``: the imitation teacher's action ids for those learners' decisions;
 - ``step(actions, active)``: play every active table once; ``(what the step paid each table's
-  learner (N,), float64; a round ended in it (N,), bool)``;
+  learner (N,), float; a round ended in it (N,), bool)``;
 - ``close()``.
+
+``HostTables`` also has ``set_opponent(table, player)``, with which ``training.league`` seats
+self-play snapshots (the tensor tables play ``simple`` only).
 
 Here every table's learner is to act after every step (``VectorGymEnv`` plays the opponents inside
 its step), so a rollout takes T steps of the whole batch; the tensor tables step each game once per

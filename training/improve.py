@@ -397,7 +397,7 @@ def describe_result(result: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- command line
 
 
-COMMAND = Command(PROG, __doc__.splitlines()[0], ImproveConfig, run, run_dir="runs/improve")
+COMMAND = Command(PROG, __doc__, ImproveConfig, run, run_dir="runs/improve")
 parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 
 

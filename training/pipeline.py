@@ -459,7 +459,7 @@ def quick_run_dir(config: PipelineConfig, options: RunOptions) -> RunOptions:
 
 
 # SIGTERM in any stage stops the pipeline as Ctrl-C does (PPO handles its own)
-COMMAND = Command(PROG, __doc__.splitlines()[0], PipelineConfig, run, run_dir="runs/pipeline", sigterm=True,
+COMMAND = Command(PROG, __doc__, PipelineConfig, run, run_dir="runs/pipeline", sigterm=True,
                   says_how_to_resume=True, adjust=quick_run_dir)
 parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 

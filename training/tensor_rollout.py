@@ -29,7 +29,6 @@ from okgin_env.tensor.network import decision_inputs
 from okgin_env.tensor.simple import simple_actions
 
 
-
 def resolve_device(device: str) -> torch.device:
     """``"auto"``: CUDA when available, else the CPU; otherwise the named device."""
     if device == "auto":

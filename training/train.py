@@ -261,7 +261,11 @@ def collect_rollout(model: PolicyValueNet, tables: LearnerTables, rollout: Rollo
                 distribution = torch.distributions.Categorical(logits=logits, validate_args=False)
                 if imitate:
                     teacher = tables.teacher_actions(deciding)
-                    chosen = ((inputs[3] == teacher[:, None]) & inputs[4]).long().argmax(1)
+                    match = (inputs[3] == teacher[:, None]) & inputs[4]
+                    if not bool(match.any(1).all()):
+                        raise ValueError(f"the imitation teacher chose an illegal action in table "
+                                         f"{int(deciding[~match.any(1)][0])}")
+                    chosen = match.long().argmax(1)
                 else:
                     chosen = distribution.sample()
                 log_prob = distribution.log_prob(chosen)
@@ -527,7 +531,7 @@ def evaluation_due(phase: str, progress: Progress, imitation_updates: int, confi
 # ----------------------------------------------------------------------------- command line
 
 
-COMMAND = Command(PROG, __doc__.splitlines()[0], TrainConfig, run, run_dir="runs/ppo", says_how_to_resume=True)
+COMMAND = Command(PROG, __doc__, TrainConfig, run, run_dir="runs/ppo", says_how_to_resume=True)
 parse_args, main, cli = COMMAND.parse_args, COMMAND.main, COMMAND.cli
 
 
