@@ -99,13 +99,26 @@ def batch_loop(num_envs: int):
     return run
 
 
+def learner_tables(tensor: bool, tables: int, device: str):
+    """Classic matches against ``simple``, the learner alternating seats, dealt with seed 0: the
+    tensor engine's tables on ``device``, or the host's (``VectorGymEnv``) for today's trainer."""
+    from okgin_env.rules.config import make_config
+    from training.host_tables import HostTables, Teacher
+    from training.tensor_rollout import TensorTables
+
+    if tensor:
+        env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
+    else:
+        rules = make_config("classic")
+        env = HostTables(tables, ["simple"] * tables, rules, "match", Teacher("simple", tables, 0, rules))
+    env.reset(seed=0)
+    return env
+
+
 def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
     """Rollout collection of ``steps`` learner decisions per table, repeated; today's or the tensor path."""
     from okgin_env.observation import layout_for
-    from okgin_env.rules.config import make_config
-    from training.host_tables import HostTables, Teacher
     from training.model import PolicyValueNet
-    from training.tensor_rollout import TensorTables
     from training.train import Rollout, collect_rollout
 
     torch.manual_seed(0)
@@ -113,12 +126,7 @@ def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
     on = "cpu" if system == "today" else device
     model = PolicyValueNet(size).to(on).eval()
     rollout = Rollout.allocate(steps, tables, size, device=on)
-    if system == "today":
-        rules = make_config("classic")
-        env = HostTables(tables, ["simple"] * tables, rules, "match", Teacher("simple", tables, 0, rules))
-    else:
-        env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
-    env.reset(seed=0)
+    env = learner_tables(system != "today", tables, device)
     sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
 
     def collect() -> None:
@@ -139,10 +147,7 @@ def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
 def ppo_loop(system: str, tables: int, device: str):
     """Whole PPO updates (``Hyperparameters()``'s rollout length, epochs and minibatches)."""
     from okgin_env.observation import layout_for
-    from okgin_env.rules.config import make_config
-    from training.host_tables import HostTables, Teacher
     from training.model import PolicyValueNet
-    from training.tensor_rollout import TensorTables
     from training.train import Hyperparameters, Rollout, bootstrap_value, collect_rollout, compute_advantages, update_networks
 
     torch.manual_seed(0)
@@ -152,12 +157,7 @@ def ppo_loop(system: str, tables: int, device: str):
     model = PolicyValueNet(size, hidden=hyper.hidden).to(on)
     optimizer = torch.optim.Adam(model.parameters(), lr=hyper.learning_rate, eps=1e-5)
     rollout = Rollout.allocate(hyper.rollout_length, tables, size, device=on)
-    if system in ("today", "update"):
-        rules = make_config("classic")
-        env = HostTables(tables, ["simple"] * tables, rules, "match", Teacher("simple", tables, 0, rules))
-    else:
-        env = TensorTables(tables, device=device, learner_seat="alternate", episode="match", reward="points")
-    env.reset(seed=0)
+    env = learner_tables(system == "tensor", tables, device)
 
     def collect() -> torch.Tensor:
         collect_rollout(model, env, rollout, hyper.reward_scale)

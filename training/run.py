@@ -34,6 +34,7 @@ from .plot import plot_progress
 from .policy import CheckpointError, load_checkpoint, write_checkpoint
 from .workers import exit_with_parent
 
+
 # ----------------------------------------------------------------------------- evaluation (second process)
 
 

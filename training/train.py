@@ -61,32 +61,13 @@ from okgin_env.rules.actions import KNOCK_BASE, TAKE_DISCARD
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 
 from .cli import Command, check_settings, make_run_dir, seed_everything, setting
-from .features import (
-    GIN_COLUMN,
-    MAX_LEGAL_ACTIONS,
-    NUM_ACTION_FEATURES,
-    NUM_CONTEXT_FEATURES,
-)
+from .features import GIN_COLUMN, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
 from .host_tables import HostTables, Teacher
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
 from .manifest import write_manifest
 from .model import PolicyValueNet
-from .policy import (
-    MAX_HIDDEN,
-    build_model,
-    load_checkpoint,
-    save_checkpoint,
-    write_checkpoint,
-)
-from .run import (
-    Evaluator,
-    Progress,
-    RunFiles,
-    RunLog,
-    StopSignals,
-    finish,
-    starting_point,
-)
+from .policy import MAX_HIDDEN, build_model, load_checkpoint, save_checkpoint, write_checkpoint
+from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, finish, starting_point
 from .tensor_rollout import TensorTables, resolve_device
 
 LearnerTables = HostTables | TensorTables  # the tables protocol of collect_rollout (training.host_tables)
