@@ -31,7 +31,7 @@ class EnvShuffles:
         self.env, self.game = env, game
 
     def permutation(self, count: int) -> list[int]:
-        return self.env.last_permutation[self.game, :count].tolist()
+        return self.env.state.last_permutation[self.game, :count].tolist()
 
 
 class Reference:
@@ -44,7 +44,7 @@ class Reference:
 
     def _new_match(self, g: int) -> MatchState:
         env = self.env
-        return MatchState(env.config, EnvShuffles(env, g), deck=env.deck[g].tolist(), dealer=int(env.dealer[g]))
+        return MatchState(env.config, EnvShuffles(env, g), deck=env.state.deck[g].tolist(), dealer=int(env.state.dealer[g]))
 
     def check_acting(self, out) -> None:
         """The seat to act, its observation and its mask in every game equal the rules core's."""
@@ -88,8 +88,8 @@ class Reference:
                 self.matches[g] = self._new_match(g)
             else:
                 assert not final[g].any()
-                assert match.dealer == int(env.dealer[g])  # the winner deals the next round
-                match.round = RoundState(env.config, env.deck[g].tolist(), match.dealer, match.rng)
+                assert match.dealer == int(env.state.dealer[g])  # the winner deals the next round
+                match.round = RoundState(env.config, env.state.deck[g].tolist(), match.dealer, match.rng)
 
 
 def random_actions(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -176,7 +176,7 @@ def test_penalty_matches_with_stock_rebuilds_equal_the_rules_core(num_players, o
 def test_penalty_stock_rebuilds_in_random_play_equal_the_rules_core(num_players):
     env = TensorEnv(48, rules="penalty", num_players=num_players, episode="round", max_reshuffles=2)
     play(env, 250, seed=15, policy="random")
-    assert (env.last_permutation != 0).any(1).sum() >= 10  # games that rebuilt their stock
+    assert (env.state.last_permutation != 0).any(1).sum() >= 10  # games that rebuilt their stock
 
 
 def test_penalty_feature_observations_and_greedy_rounds_equal_the_rules_core():
@@ -239,10 +239,10 @@ def test_scripted_taken_card_rule_and_illegal_actions_change_nothing():
     env = TensorEnv(1, episode="round")
     out = env.reset(options={"deck": [deck], "dealer": [1]})
     out = env.step(torch.tensor([1]))  # seat 0 takes the upcard KD
-    before = (env.hands.clone(), env.phase.clone(), out.observation.clone())
+    before = (env.state.hands.clone(), env.state.phase.clone(), out.observation.clone())
     with pytest.raises(ValueError, match=r"game 0: action 41 \(discard KD\) is not legal for seat 0; legal: "):
         env.step(torch.tensor([discard("KD")]))
-    assert torch.equal(env.hands, before[0]) and torch.equal(env.phase, before[1])
+    assert torch.equal(env.state.hands, before[0]) and torch.equal(env.state.phase, before[1])
     assert torch.equal(env.observations, before[2])
     for bad in (torch.tensor([NUM_ACTIONS]), torch.tensor([-1])):
         with pytest.raises(ValueError, match="out of range 0..106"):
@@ -258,11 +258,11 @@ def test_scripted_taken_card_rule_and_illegal_actions_change_nothing():
 def test_illegal_report_mode_skips_only_those_games():
     env = TensorEnv(3, episode="round", illegal="report")
     first = env.reset(seed=5)
-    hands = env.hands.clone()
+    hands = env.state.hands.clone()
     actions = torch.tensor([2, 99, 0])  # pass (legal in the offer), out of range, draw (illegal in the offer)
     out = env.step(actions)
     assert out.illegal.tolist() == [False, True, True]
-    assert torch.equal(env.hands[1:], hands[1:])
+    assert torch.equal(env.state.hands[1:], hands[1:])
     assert torch.equal(out.observation[1:], first.observation[1:]) and torch.equal(out.action_mask[1:], first.action_mask[1:])
     assert not torch.equal(out.observation[0], first.observation[0])
 
@@ -326,12 +326,12 @@ def test_simple_as_a_tensor_policy_makes_simples_choices(rules, options):
     decisions = ties = 0
     while decisions < 6_000:
         uniforms = torch.rand(env.num_envs, generator=generator, dtype=torch.float64)
-        actions = simple_actions(env, uniforms)
+        actions = simple_actions(env.state, uniforms)
         for g, match in enumerate(ref.matches):
             draws.uniform = float(uniforms[g])
             assert int(actions[g]) == simple_action_for_state(match.round, draws), g
-        discard_rows = env.phase == 2
-        ties += int((env._deadwood_after[discard_rows] == env._deadwood_after[discard_rows].min(1, keepdim=True).values).sum(1).gt(1).sum())
+        discard_rows = env.state.phase == 2
+        ties += int((env.state.deadwood_after[discard_rows] == env.state.deadwood_after[discard_rows].min(1, keepdim=True).values).sum(1).gt(1).sum())
         decisions += env.num_envs
         out = env.step(actions)
         ref.step(actions.numpy(), out)
@@ -353,7 +353,7 @@ def test_network_inputs_equal_the_training_encoders(rules, num_players):
     generator = torch.Generator().manual_seed(8)
     decisions = 0
     for step in range(60):
-        got = decision_inputs(env)
+        got = decision_inputs(env.state)
         observations, masks = out.observation.numpy(), out.action_mask.numpy().astype(np.int8)
         views = [view({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)]
         want, actions = encode_views(views, num_players)
@@ -373,24 +373,24 @@ def env_states(env):
     states = []
     hands = env.hand_masks().tolist()
     for g in range(env.num_envs):
-        pile = env.pile[g, : int(env.pile_len[g])].tolist()
-        stock = env.deck[g, int(env.stock_pos[g]):].flip(0).tolist()
+        pile = env.state.pile[g, : int(env.state.pile_len[g])].tolist()
+        stock = env.state.deck[g, int(env.state.stock_pos[g]):].flip(0).tolist()
         states.append(RoundState.from_parts(
-            env.config, hands=hands[g], stock=stock, discard_pile=pile, upcard=int(env.upcard[g]),
-            dealer=int(env.dealer[g]), current=int(env.current[g]), phase=Phase(int(env.phase[g])),
-            taken_card=int(env.taken_card[g]), must_draw_stock=bool(env.must_draw_stock[g]),
-            offers_declined=int(env.offers_declined[g]) if int(env.phase[g]) == 0 else None,
-            discards=int(env.discards[g])))
+            env.config, hands=hands[g], stock=stock, discard_pile=pile, upcard=int(env.state.upcard[g]),
+            dealer=int(env.state.dealer[g]), current=int(env.state.current[g]), phase=Phase(int(env.state.phase[g])),
+            taken_card=int(env.state.taken_card[g]), must_draw_stock=bool(env.state.must_draw_stock[g]),
+            offers_declined=int(env.state.offers_declined[g]) if int(env.state.phase[g]) == 0 else None,
+            discards=int(env.state.discards[g])))
     return states
 
 
 def test_active_steps_only_those_games():
     env = TensorEnv(4, episode="round")
     first = env.reset(seed=11)
-    hands = env.hands.clone()
+    hands = env.state.hands.clone()
     active = torch.tensor([True, False, True, False])
     out = env.step(torch.tensor([2, 999, 2, -5]), active=active)  # inactive games' actions are not read
-    assert torch.equal(env.hands[~active], hands[~active])
+    assert torch.equal(env.state.hands[~active], hands[~active])
     assert torch.equal(out.observation[~active], first.observation[~active])
     assert torch.equal(out.current_player[active], 1 - first.current_player[active])
     with pytest.raises(ValueError, match=r"active must be a bool tensor of shape \(4,\)"):
@@ -404,13 +404,13 @@ def test_tensor_tables_return_when_every_learner_is_to_act_and_alternate_seats()
 
     tables = TensorTables(32, learner_seat="alternate", episode="round")
     tables.reset(seed=12)
-    assert torch.equal(tables.env.current, tables.learner) and not tables.learner.any()
+    assert torch.equal(tables.env.state.current, tables.learner) and not tables.learner.any()
     generator = torch.Generator().manual_seed(12)
     seats_seen, rounds = set(), 0
     for _ in range(300):
         before = tables.learner.clone()
         rewards, ended = tables.learner_step(random_actions(tables.env.action_mask_view(), generator))
-        assert torch.equal(tables.env.current, tables.learner)
+        assert torch.equal(tables.env.state.current, tables.learner)
         assert not rewards[~ended].any()  # points are paid only where a round ended
         assert torch.equal(tables.learner != before, ended)  # a round episode ends: the seats swap
         seats_seen |= set(tables.learner.tolist())
@@ -546,7 +546,7 @@ def test_tensor_rollout_records_each_tables_learner_decisions_in_order(imitate):
     for _ in range(3):
         rollout = Rollout.allocate(steps, 24, tables.env.obs_size)
         collect_rollout(model, tables, rollout, 25.0, imitate=imitate)
-        assert torch.equal(tables.env.current, tables.learner)
+        assert torch.equal(tables.env.state.current, tables.learner)
         assert rollout.legal.any(-1).all() and rollout.legal.gather(2, rollout.actions[:, :, None]).all()
         observations = rollout.observations.reshape(-1, tables.env.obs_size)
         ids = rollout.action_ids.reshape(-1, rollout.action_ids.shape[-1])
@@ -654,7 +654,7 @@ def test_the_device_seat_view_is_the_rules_cores_for_every_seat(rules, num_playe
     checked = taken = 0
     for _ in range(60):
         for seat in range(num_players):
-            planes, acting, from_dealer = seat_view_tensors(env, rows, torch.full_like(rows, seat), over=False)
+            planes, acting, from_dealer = seat_view_tensors(env.state, rows, torch.full_like(rows, seat), over=False)
             for g, match in enumerate(ref.matches):
                 want = seat_view(match.round, seat)
                 got = [sum(1 << int(c) for c in torch.nonzero(plane).flatten()) for plane in planes[g]]
@@ -666,3 +666,73 @@ def test_the_device_seat_view_is_the_rules_cores_for_every_seat(rules, num_playe
         out = env.step(actions)
         ref.step(actions.numpy(), out)
     assert checked == 60 * 40 * num_players and taken > 0
+
+
+def _snapshot(state) -> dict:
+    """Every tensor of a ``TensorState`` copied, and its generator's position."""
+    import dataclasses
+
+    fields = {f.name: getattr(state, f.name).clone() for f in dataclasses.fields(state) if f.name != "generator"}
+    return {**fields, "generator": state.generator.get_state()}
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+
+
+@pytest.mark.parametrize("rules, num_players", [("classic", 2), ("penalty", 3)])
+def test_the_state_functions_play_the_stateful_envs_games_and_keep_their_input(rules, num_players):
+    """``init``/``step_state``/``observe`` over a ``TensorState`` give the games of ``reset``/``step``
+    step for step, and ``step_state`` leaves the state it is given as it was (round ends, match
+    restarts and the generator's draws included)."""
+    options = dict(rules=rules, num_players=num_players, episode="match", max_rounds=1, observation="features")
+    env, pure = TensorEnv(16, **options), TensorEnv(16, **options)
+    out = env.reset(seed=3)
+    state = pure.init(seed=3)
+    assert torch.equal(state.observation, out.observation) and torch.equal(pure.observe(state), out.observation)
+    rng = torch.Generator().manual_seed(0)
+    restarts = rebuilds = 0
+    for _ in range(500):
+        actions = torch.multinomial(out.action_mask.float(), 1, generator=rng).squeeze(1)
+        before = _snapshot(state)
+        state_after, got = pure.step_state(state, actions)
+        _assert_same(_snapshot(state), before)
+        out = env.step(actions)
+        for mine, theirs in zip(got, out):
+            assert torch.equal(mine, theirs)
+        assert torch.equal(pure.observe(state_after), out.observation)
+        restarts += int((out.terminated | out.truncated).sum())
+        rebuilds = max(rebuilds, int(state_after.reshuffles.sum()))
+        state = state_after
+    _assert_same(_snapshot(state), _snapshot(env.state))
+    assert restarts >= 16  # episodes ended and were dealt again from the generator
+    assert rebuilds > 0 or rules != "penalty"  # and stocks rebuilt from it
+
+
+def test_a_search_can_branch_from_one_state():
+    from okgin_env.tensor.simple import simple_actions
+
+    env = TensorEnv(8, rules="classic", episode="round")
+    root = env.init(seed=1)
+    for _ in range(30):  # into the discard phase and past some round ends
+        root, _ = env.step_state(root, simple_actions(root, tie_break=torch.zeros(8)))
+    actions = simple_actions(root, tie_break=torch.zeros(8))
+    first, first_out = env.step_state(root, actions)
+    second, second_out = env.step_state(root, actions)
+    _assert_same(_snapshot(first), _snapshot(second))
+    assert all(torch.equal(a, b) for a, b in zip(first_out, second_out))
+    copy = root.clone()
+    copy.hands[0] = False
+    assert root.hands[0].any()  # a clone shares no tensor
+
+
+def test_a_state_of_another_shape_or_kind_is_refused():
+    env = TensorEnv(4, rules="classic")
+    with pytest.raises(ValueError, match=r"state holds 2 games of 2 seats on cpu; this env plays 4 of 2 on cpu"):
+        env.step_state(TensorEnv(2, rules="classic").init(seed=0), torch.zeros(4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="state must be a TensorState"):
+        env.observe({"hands": None})
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
+        env.step(torch.zeros(4, dtype=torch.int64))

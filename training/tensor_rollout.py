@@ -79,10 +79,10 @@ class TensorTables:
     def _advance_opponents(self, rewards: torch.Tensor, ended: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         env = self.env
         while True:
-            pending = env.current != self.learner
+            pending = env.state.current != self.learner
             if not bool(pending.any()):
                 return rewards, ended
-            out = env.step(simple_actions(env, generator=self._opponent_random), active=pending)
+            out = env.step(simple_actions(env.state, generator=self._opponent_random), active=pending)
             rewards = rewards + torch.where(pending, out.rewards.gather(1, self.learner[:, None]).squeeze(1), 0.0)
             ended = ended | (out.round_over & pending)
             self._switch_seats((out.terminated | out.truncated) & pending)
@@ -90,13 +90,13 @@ class TensorTables:
     # ---- the tables protocol of training.train.collect_rollout (see training.host_tables)
 
     def learner_to_act(self) -> torch.Tensor:
-        return self.env.current == self.learner
+        return self.env.state.current == self.learner
 
     def opponent_actions(self) -> torch.Tensor:
-        return simple_actions(self.env, generator=self._opponent_random)
+        return simple_actions(self.env.state, generator=self._opponent_random)
 
     def teacher_actions(self, rows: torch.Tensor) -> torch.Tensor:
-        return simple_actions(self.env, generator=self.teacher_random)[rows]
+        return simple_actions(self.env.state, generator=self.teacher_random)[rows]
 
     def step(self, actions: torch.Tensor, active: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Every active game once, whoever is to act (observations are encoded only for the
@@ -114,9 +114,10 @@ class TensorTables:
     def inputs(self, rows: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
         """The network's inputs of the decision to make in the games ``rows`` (default: every
         game, each at its learner's turn): ``(observation, context, action features, action ids, legal)``."""
+        state = self.env.state
         if rows is None:
-            rows = self.env._rows
-        return (self.env.observe_rows(rows), *decision_inputs(self.env, rows=rows))
+            rows = self.env.table_rows
+        return (self.env.observe(state, rows), *decision_inputs(state, rows=rows))
 
 
 __all__ = ["TensorTables", "resolve_device"]

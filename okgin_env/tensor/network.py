@@ -1,7 +1,7 @@
 """The training network's inputs (``okgin_env.features.network``) as batched torch code over a
-``TensorEnv``, so that a policy network reads every game's decision without leaving the device.
+``TensorState``, so that a policy network reads every game's decision without leaving the device.
 
-``decision_inputs(env) -> (context, action_features, action_ids, legal)``: for the seat to act in
+``decision_inputs(state) -> (context, action_features, action_ids, legal)``: for the seat to act in
 every game, the ``NUM_CONTEXT_FEATURES`` context numbers (N, 6), and one row of
 ``NUM_ACTION_FEATURES`` per legal action in ascending action order, padded to
 ``MAX_LEGAL_ACTIONS`` slots ((N, 24, 17); padding rows zero, id ``NUM_ACTIONS``, flag False): the
@@ -21,7 +21,8 @@ from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS
 from ..rules.cards import CARD_VALUES, NUM_CARDS
 from ..rules.round import Phase
 from .features import _neighbours, _partner_counts, _same_rank
-from .solver import deadwood_after_each
+from .solver import MeldTables, deadwood_after_each
+from .state import TensorState
 
 
 def _stored(values: torch.Tensor, scale: float) -> torch.Tensor:
@@ -29,47 +30,48 @@ def _stored(values: torch.Tensor, scale: float) -> torch.Tensor:
     return (values.double() / scale).float().double()
 
 
-def decision_inputs(env, width: int = MAX_LEGAL_ACTIONS, rows: torch.Tensor | None = None
+def decision_inputs(state: TensorState, width: int = MAX_LEGAL_ACTIONS, rows: torch.Tensor | None = None
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(context (M, 6), action features (M, width, 17), action ids (M, width), legal (M, width))``
-    of the seat to act in the games ``rows`` of ``env`` (default: every game; see the module docstring)."""
-    p, dev = env.num_players, env.device
+    of the seat to act in the games ``rows`` of ``state`` (default: every game; see the module docstring)."""
+    p, dev = state.num_players, state.device
+    tables = MeldTables.on(dev)
     if rows is None:
-        rows = env._rows
+        rows = torch.arange(state.num_envs, device=dev)
     n = rows.numel()
-    mask = env._mask[rows]
-    current = env.current[rows]
-    hand = env.hands[rows, current]
+    mask = state.legal_action_mask[rows]
+    current = state.current[rows]
+    hand = state.hands[rows, current]
     opponents = [(current + k) % p for k in range(1, p)]
-    known = torch.stack([env.known[rows, seat] for seat in opponents]).any(0)
-    passed = torch.stack([env.passed[rows, seat] for seat in opponents]).any(0)
-    taken_card = env.taken_card[rows]
+    known = torch.stack([state.known[rows, seat] for seat in opponents]).any(0)
+    passed = torch.stack([state.passed[rows, seat] for seat in opponents]).any(0)
+    taken_card = state.taken_card[rows]
     taken = torch.nn.functional.one_hot(taken_card.clamp(min=0), NUM_CARDS).bool() & (taken_card >= 0)[:, None]
-    pile_len = env.pile_len[rows]
+    pile_len = state.pile_len[rows]
     has_top = pile_len > 0
-    top_card = torch.where(has_top, env.pile[rows, (pile_len - 1).clamp(min=0)], -1)
-    unseen = ~(hand | env.pile_mask[rows] | known)
+    top_card = torch.where(has_top, state.pile[rows, (pile_len - 1).clamp(min=0)], -1)
+    unseen = ~(hand | state.pile_mask[rows] | known)
     wants = _same_rank(known) | _neighbours(known, 1) | _neighbours(known, 2)
     avoids = _same_rank(passed) | _neighbours(passed, 1)
-    knock_limit = _stored(env.knock_limit[rows], KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
-    stock = _stored(NUM_CARDS - env.stock_pos[rows], STOCK_SCALE)
-    # Deadwood: of the hand, after each throw, after taking the face-up card. The env's legality
+    knock_limit = _stored(state.knock_limit[rows], KNOCK_LIMIT_SCALE) * KNOCK_LIMIT_SCALE
+    stock = _stored(NUM_CARDS - state.stock_pos[rows], STOCK_SCALE)
+    # Deadwood: of the hand, after each throw, after taking the face-up card. The legality
     # check solved the discard phase's hands already; a face-up card to take or pass gives the
     # hand's own deadwood too (the hand plus that card, less that card); the rest are solved here.
-    discarding = env.phase[rows] == int(Phase.DISCARD)
-    hand_deadwood = torch.where(discarding, env._hand_deadwood[rows], 0)
-    after_throw = env._deadwood_after[rows]
+    discarding = state.phase[rows] == int(Phase.DISCARD)
+    hand_deadwood = torch.where(discarding, state.hand_deadwood[rows], 0)
+    after_throw = state.deadwood_after[rows]
     take_after = torch.zeros(n, dtype=torch.int64, device=dev)
     offered_mask = has_top & mask[:, 1:DISCARD_BASE].any(1)
     offered = offered_mask.nonzero().squeeze(1)
     if offered.numel():
         top_planes = torch.nn.functional.one_hot(top_card[offered], NUM_CARDS).bool()
-        after_taking = deadwood_after_each(hand[offered] | top_planes, env._tables)[1]
+        after_taking = deadwood_after_each(hand[offered] | top_planes, tables)[1]
         take_after[offered] = after_taking.min(1).values
         hand_deadwood[offered] = after_taking.gather(1, top_card[offered, None]).squeeze(1)
     rest = (~discarding & ~offered_mask).nonzero().squeeze(1)
     if rest.numel():
-        hand_deadwood[rest] = deadwood_after_each(hand[rest], env._tables)[0]
+        hand_deadwood[rest] = deadwood_after_each(hand[rest], tables)[0]
     context = torch.stack([
         hand_deadwood.double() / 50.0,
         knock_limit / 10.0,

@@ -1,6 +1,6 @@
-"""``simple`` (``okgin_env.bots.simple``) as a batched tensor policy over a ``TensorEnv``'s games.
+"""``simple`` (``okgin_env.bots.simple``) as a batched tensor policy over the games of a ``TensorState``.
 
-The same three rules, for every game at once, on the env's device: take the face-up card only if it
+The same three rules, for every game at once, on their device: take the face-up card only if it
 would join a set or a run with the hand; knock as soon as a knock is legal; otherwise discard the
 card (not the one just taken) that leaves the least deadwood. Ties are broken by ``tie_break``, one
 uniform number in [0, 1) per game: of the tied cards in ascending order, the one at
@@ -18,6 +18,7 @@ from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DIS
 from ..rules.cards import NUM_RANKS, NUM_SUITS
 from ..rules.round import Phase
 from .solver import NO_CHOICE
+from .state import TensorState
 
 _RUN_THROUGH: dict[str, torch.Tensor] = {}
 
@@ -53,29 +54,29 @@ def melds_with_hand(hands: torch.Tensor, cards: torch.Tensor) -> torch.Tensor:
     return (same_rank >= 2) | (_run_through(hands.device)[suit_bits, rank] >= 3)
 
 
-def simple_actions(env, tie_break: torch.Tensor | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
-    """(N,) int64: simple's action for the seat to act in every game of ``env`` (a ``TensorEnv``
-    after ``reset``). ``tie_break``: (N,) uniforms in [0, 1); default drawn from ``generator``."""
-    n, dev = env.num_envs, env.device
+def simple_actions(state: TensorState, tie_break: torch.Tensor | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    """(N,) int64: simple's action for the seat to act in every game of ``state`` (a
+    ``TensorState``). ``tie_break``: (N,) uniforms in [0, 1); default drawn from ``generator``."""
+    n, dev = state.num_envs, state.device
     if tie_break is None:
         tie_break = torch.rand(n, generator=generator, device=dev)
-    rows = env._rows
-    phase = env.phase
-    hand = env.hands[rows, env.current]
-    top = env.pile[rows, (env.pile_len - 1).clamp(min=0)]
+    rows = torch.arange(n, device=dev)
+    phase = state.phase
+    hand = state.hands[rows, state.current]
+    top = state.pile[rows, (state.pile_len - 1).clamp(min=0)]
     take = melds_with_hand(hand, top)
     draw_or_pass = torch.where(phase == int(Phase.OFFER), PASS, DRAW_STOCK)
-    actions = torch.where(take & ~env.must_draw_stock, TAKE_DISCARD, draw_or_pass)
+    actions = torch.where(take & ~state.must_draw_stock, TAKE_DISCARD, draw_or_pass)
     # Discard phase: the throwable cards that leave the least deadwood, ascending; one by tie_break.
-    throwable = env._mask[:, DISCARD_BASE:KNOCK_BASE]
-    after = torch.where(throwable, env._deadwood_after, NO_CHOICE)
+    throwable = state.legal_action_mask[:, DISCARD_BASE:KNOCK_BASE]
+    after = torch.where(throwable, state.deadwood_after, NO_CHOICE)
     best = after.min(1).values
     tied = after == best[:, None]
     count = tied.sum(1)
     pick = torch.minimum((tie_break.double() * count).long(), (count - 1).clamp(min=0))  # in float64, as Python's
     order = tied.long().cumsum(1)  # the k-th tied card has order k + 1
     card = (tied & (order == (pick + 1)[:, None])).long().argmax(1)
-    base = torch.where(best <= env.knock_limit, KNOCK_BASE, DISCARD_BASE)
+    base = torch.where(best <= state.knock_limit, KNOCK_BASE, DISCARD_BASE)
     return torch.where(phase == int(Phase.DISCARD), base + card, actions)
 
 
