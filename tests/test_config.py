@@ -309,3 +309,18 @@ def test_every_rule_option_is_documented_by_the_env_and_explained_in_words():
     missing = sorted(name for name in options if f"``{name}``" not in env_module.__doc__)
     assert not missing, f"okgin_env/env.py's docstring does not name {missing}"
     assert set(OPTION_NAMES) <= _EXPLAINED, sorted(set(OPTION_NAMES) - _EXPLAINED)
+
+
+def test_the_rules_page_shows_every_option_as_declared():
+    """docs/rules.md §10: each option's value in each preset and its allowed values are the ones
+    ``RulesConfig`` declares (``option_table_rows``), every option once, in the declared order."""
+    from pathlib import Path
+
+    from okgin_env.rules.config import option_table_rows
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")
+    section = page[page.index("## §10. Rule options"):]
+    header = "| option | `classic` | `standard` | `penalty` | allowed | meaning |"
+    lines = section[section.index(header):].split("\n\n")[0].splitlines()[2:]
+    shown = [tuple(cell.strip() for cell in line.strip().strip("|").split(" | "))[:5] for line in lines]
+    assert shown == option_table_rows()

@@ -35,7 +35,7 @@ def test_the_curve_trains_measures_each_milestone_plots_and_resumes(tmp_path: Pa
     again = list(csv.DictReader(open(tmp_path / "curve" / "curve.csv")))
     assert again[:2] == rows and int(again[2]["decisions"]) == 3072
     # Without --resume an existing curve is refused, with one line and exit 2.
-    assert cli(["--run-dir", str(tmp_path / "curve"), "--milestones", "0.001", "--no-progress"]) == 2
+    assert cli(["--run-dir", str(tmp_path / "curve"), "--milestones", "0.001"]) == 2
     assert "--resume" in capsys.readouterr().err
 
 
@@ -111,7 +111,7 @@ def test_sigterm_during_a_measurement_stops_the_curve_with_143_and_the_resume_co
     try:
         monkeypatch.setattr(curve, "measure", terminated)
         argv = ["--milestones", "0.001", "--hands", "20", "--num-tables", "4", "--bc-updates", "1", "--device", "cpu",
-                "--run-dir", str(tmp_path / "c"), "--no-progress"]
+                "--run-dir", str(tmp_path / "c")]
         assert curve.cli(argv) == 128 + signal.SIGTERM
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "no
 
 def test_quick_pipeline_runs_every_stage_and_resumes_the_interrupted_one(tmp_path, capsys):
     run_dir = tmp_path / "pipe"
-    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--no-progress"]
+    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1"]
     record = pipeline_main(argv)
     assert list(record["stages"]) == ["ppo", "improve1", "improve2"]
     assert all(stage["seconds"] > 0 for stage in record["stages"].values())
@@ -86,7 +86,7 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_settings(tmp_p
     def stopped(*_args, **_kwargs):
         raise pipeline.StageStopped("SIGTERM")
 
-    argv = ["--quick", "--run-dir", str(tmp_path / "p"), "--no-progress"]
+    argv = ["--quick", "--run-dir", str(tmp_path / "p")]
     monkeypatch.setattr(pipeline, "run_stage", stopped)
     assert cli(argv) == 128 + signal.SIGTERM
     assert "stopped by SIGTERM; continue with: python -m training.pipeline --quick" in capsys.readouterr().err
@@ -98,7 +98,7 @@ def test_a_run_stopped_in_its_first_stage_is_resumed_with_its_own_settings(tmp_p
 def quick_pipeline_stopped_at(run_dir: Path, marker: Path, seconds: float) -> tuple[list[str], int, str]:
     """A ``--quick`` pipeline in a process of its own, sent SIGTERM once ``marker`` exists:
     ``(its arguments, its exit status, its stderr)``; skips the test if it finished first."""
-    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--no-progress"]
+    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1"]
     process = subprocess.Popen([sys.executable, "-m", "training.pipeline", *argv],
                                cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
@@ -125,7 +125,7 @@ def test_a_pipeline_stopped_in_its_ppo_stage_resumes_to_the_end(tmp_path):
 def test_quick_penalty_pipeline_trains_labels_and_fits_at_a_three_player_table(tmp_path):
     run_dir = tmp_path / "pen3"
     record = pipeline_main(["--quick", "--rules", "penalty", "--num-players", "3", "--run-dir", str(run_dir),
-                            "--workers", "1", "--no-progress"])
+                            "--workers", "1"])
     planned = record["stages_planned"]
     assert (planned["ppo"]["rules"], planned["ppo"]["num_players"]) == ("penalty", 3)
     assert planned["ppo"]["opponent_pool"] == "simple@3 self@1" and planned["ppo"]["bc_teacher"] == "lookahead"
@@ -192,7 +192,7 @@ def test_a_damaged_pipeline_record_is_named(tmp_path, content, capsys):
     run_dir = tmp_path / "p"
     run_dir.mkdir()
     (run_dir / "pipeline.json").write_text(content)
-    assert cli(["--quick", "--run-dir", str(run_dir), "--resume", "--no-progress"]) == 2
+    assert cli(["--quick", "--run-dir", str(run_dir), "--resume"]) == 2
     err = capsys.readouterr().err
     assert "pipeline.json is damaged" in err and len(err.strip().splitlines()) == 1
     assert pipeline.read_marker(run_dir / "missing.json") is None
@@ -205,7 +205,7 @@ def test_a_run_folder_that_cannot_be_one_is_refused_in_one_line(run_dir, capsys)
     from training.train import cli as train_cli
 
     for command in (cli, train_cli):
-        assert command(["--quick" if command is cli else "--no-progress", "--run-dir", run_dir]) == 2
+        assert command([*(["--quick"] if command is cli else []), "--run-dir", run_dir]) == 2
         err = capsys.readouterr().err
         assert f"--run-dir {run_dir}: cannot be used as the run folder" in err and len(err.strip().splitlines()) == 1
 
@@ -226,7 +226,7 @@ def test_a_resume_whose_stages_were_planned_otherwise_is_refused(tmp_path, monke
         raise pipeline.StageStopped("SIGINT")
 
     run_dir = tmp_path / "p"
-    argv = ["--quick", "--run-dir", str(run_dir), "--no-progress"]
+    argv = ["--quick", "--run-dir", str(run_dir)]
     monkeypatch.setattr(pipeline, "run_stage", stopped)
     assert cli(argv) == 130
     record = json.loads((run_dir / "pipeline.json").read_text())
@@ -241,8 +241,9 @@ def test_a_resume_whose_stages_were_planned_otherwise_is_refused(tmp_path, monke
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is not None, reason="Ray is installed here")
-def test_a_ray_address_without_ray_is_refused_before_any_stage(tmp_path, capsys):
-    assert cli(["--quick", "--ray-address", "local", "--run-dir", str(tmp_path / "p"), "--no-progress"]) == 2
+def test_a_ray_address_without_ray_is_refused_before_any_stage(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OKGIN_RAY_ADDRESS", "local")
+    assert cli(["--quick", "--run-dir", str(tmp_path / "p")]) == 2
     assert "Ray" in capsys.readouterr().err and not (tmp_path / "p").exists()
 
 
@@ -251,7 +252,7 @@ def test_a_bad_stage_setting_is_found_before_the_first_stage(tmp_path, monkeypat
 
     bad = dataclasses.replace(RECIPES["classic"], steps=(Step(10, rollout_player="aggressor"),))
     monkeypatch.setitem(pipeline.RECIPES, "classic", bad)
-    assert cli(["--run-dir", str(tmp_path / "p"), "--no-progress"]) == 2
+    assert cli(["--run-dir", str(tmp_path / "p")]) == 2
     assert "stage improve1:" in capsys.readouterr().err and not (tmp_path / "p").exists()
 
 
@@ -278,7 +279,7 @@ def test_a_ppo_stage_stopped_while_its_last_evaluation_ran_is_finished_by_the_re
         return None
 
     run_dir = tmp_path / "p"
-    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1", "--no-progress"]
+    argv = ["--quick", "--run-dir", str(run_dir), "--workers", "1"]
     monkeypatch.setattr(training.run.Evaluator, "collect", no_evaluation_finishes)
     stopped = cli(argv)
     err = capsys.readouterr().err
@@ -296,7 +297,7 @@ def test_a_pipeline_copied_or_moved_elsewhere_resumes_there(tmp_path, monkeypatc
     import shutil
 
     monkeypatch.chdir(tmp_path)
-    argv = ["--quick", "--workers", "1", "--no-progress"]
+    argv = ["--quick", "--workers", "1"]
     pipeline_main([*argv, "--run-dir", "first"])  # a relative --run-dir
     (tmp_path / "first" / "improve2" / "stage.json").unlink()  # as if stopped in its last stage
     shutil.copytree(tmp_path / "first", tmp_path / "copy")

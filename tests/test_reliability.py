@@ -629,7 +629,7 @@ def test_sigterm_to_the_process_group_stops_training_and_saves_its_state(tmp_pat
     run_dir = tmp_path / "run"
     # Once the first evaluation is done, its process waits for the next one.
     process = _started("-m", "training.train", "--total-decisions", "10000000", "--num-tables", "4", "--bc-updates",
-                       "1", "--eval-every", "1000000", "--eval-matches", "2", "--run-dir", str(run_dir), "--no-progress",
+                       "1", "--eval-every", "1000000", "--eval-matches", "2", "--run-dir", str(run_dir),
                        until=run_dir / "best.pt")
     os.killpg(process.pid, signal.SIGTERM)
     _, err = _ended(process, 60)
@@ -661,7 +661,7 @@ def test_exploit_stopped_in_its_training_measures_nothing_and_exits_with_the_sig
 
     monkeypatch.setattr(exploit, "train", _stopped_training(signal_name))
     monkeypatch.setattr(exploit, "evaluate", _no_measurement)
-    assert exploit.cli(["--policy", "simple", "--run-dir", str(tmp_path / "ex"), "--no-progress"]) == \
+    assert exploit.cli(["--policy", "simple", "--run-dir", str(tmp_path / "ex")]) == \
         128 + signal.Signals[signal_name].value
     assert not (tmp_path / "ex" / "exploit.json").exists()
 
@@ -677,10 +677,10 @@ def test_exploit_stopped_in_its_measurement_says_how_to_continue(tmp_path, monke
     monkeypatch.setattr(exploit, "train", lambda *args, **kwargs: {**_stopped_training("")(*args, **kwargs),
                                                                      "stopped_by": None})
     monkeypatch.setattr(exploit, "evaluate", interrupted)
-    argv = ["--policy", "simple", "--run-dir", str(tmp_path / "ex"), "--no-progress"]
+    argv = ["--policy", "simple", "--run-dir", str(tmp_path / "ex")]
     assert exploit.cli(argv) == 128 + signal.SIGINT
     err = capsys.readouterr().err
-    assert "stopped by SIGINT; continue with: " in err and f"--run-dir {tmp_path / 'ex'} --no-progress --resume" in err
+    assert "stopped by SIGINT; continue with: " in err and f"--run-dir {tmp_path / 'ex'} --resume" in err
     assert "Traceback" not in err and not (tmp_path / "ex" / "exploit.json").exists()
 
 
@@ -691,7 +691,7 @@ def test_sigterm_during_exploit_training_stops_it_with_143_and_the_resume_comman
     143 within seconds, the best response's last.pt kept, no measurement, how to continue."""
     run_dir = tmp_path / "ex"
     process = _started("-m", "training.exploit", "--policy", "simple", "--decisions", "10000000", "--num-tables", "4",
-                       "--matches", "2", "--run-dir", str(run_dir), "--no-progress",
+                       "--matches", "2", "--run-dir", str(run_dir),
                        until=run_dir / "best_response" / "last.pt")
     os.killpg(process.pid, signal.SIGTERM)
     _, err = _ended(process, 60)

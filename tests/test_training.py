@@ -26,7 +26,7 @@ pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "no
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 SHIPPED = CHECKPOINTS / "okgin_classic.pt"
 STAGE_ONE = CHECKPOINTS / "okgin_classic_ppo.pt"  # the PPO policy that training.improve starts from
-TINY = ["--num-tables", "8", "--bc-updates", "1", "--eval-every", "1000", "--eval-matches", "2", "--no-progress"]
+TINY = ["--num-tables", "8", "--bc-updates", "1", "--eval-every", "1000", "--eval-matches", "2"]
 TINY_HYPER = Hyperparameters(rollout_length=8, bc_epochs=1, ppo_epochs=1, minibatch_size=32, eval_max_rounds=2)
 
 
@@ -36,7 +36,7 @@ def train_main(argv: list[str], hyper: Hyperparameters = TINY_HYPER) -> dict:
 
     config, options = parse_args(argv)
     return run(dataclasses.replace(config, hyper=hyper), options.run_dir, resume=options.resume,
-               progress_bar=options.progress)
+               progress_bar=False)
 
 
 def play_short_match(policy, seed: int = 0) -> int:
@@ -284,7 +284,7 @@ def test_bad_training_arguments_exit_2_with_a_message_before_anything_is_written
                                  ("--seed", "-1", "--seed must be at least 0"),
                                  ("--rules", "bogus", "--rules 'bogus'; allowed: classic, standard, penalty"),
                                  ("--eval-matches", "0", "--eval-matches must be at least 1")):
-        assert cli([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"]) == 2
+        assert cli([flag, value, "--run-dir", str(tmp_path / "never")]) == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / "never").exists()
     with pytest.raises(ValueError, match=r"hyper.gae_lambda must be at least 0 and at most 1, got 1.5"):
@@ -416,7 +416,7 @@ def _rows(run_dir: Path) -> list[dict]:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find child processes")
 def test_ctrl_c_stops_cleanly_keeps_last_pt_writes_the_plot_and_says_how_to_resume(tmp_path: Path):
     run_dir = tmp_path / "interrupted"
-    process = _start_training(run_dir, "--no-progress")
+    process = _start_training(run_dir)
     _wait_for(lambda: any(row["win_rate_vs_simple"] for row in _rows(run_dir)), process)  # one evaluation done
     children = _children(process.pid)
     assert children, "the evaluator process should be running"
@@ -439,7 +439,7 @@ def test_ctrl_c_stops_cleanly_keeps_last_pt_writes_the_plot_and_says_how_to_resu
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to find child processes")
 def test_sigterm_twice_stops_at_once_without_leaks(tmp_path: Path):
     run_dir = tmp_path / "terminated"
-    process = _start_training(run_dir, "--no-progress", "--bc-updates", "0")
+    process = _start_training(run_dir, "--bc-updates", "0")
     _wait_for(lambda: len(_rows(run_dir)) >= 1 and list(run_dir.glob("candidate_*.pt")), process)
     children = _children(process.pid)
     process.send_signal(signal.SIGTERM)  # only the trainer, as `kill PID` does
@@ -554,7 +554,7 @@ def test_improve_rejects_bad_arguments_before_doing_anything(tmp_path: Path, fla
     from training.improve import main as improve_main
 
     with pytest.raises(ValueError, match=flag):
-        improve_main([flag, value, "--run-dir", str(tmp_path / "never"), "--no-progress"])
+        improve_main([flag, value, "--run-dir", str(tmp_path / "never")])
     for fit, message in (({"q_scale": 0.0}, "fit.q_scale must be above 0"),
                          ({"validation_fraction": 1.5}, "fit.validation_fraction must be above 0 and at most 0.5")):
         with pytest.raises(ValueError, match=message):
@@ -606,12 +606,16 @@ def test_distil_labels_the_teachers_choice_reproducibly_and_fits_towards_it(trai
     (["--teacher", "aggressor"], "held-out"), (["--teacher", "search:time_limit=0.05"], "rollouts"),
     (["--teacher", "search:rollouts=-1"], "rollouts"), (["--teacher", "nobody"], "unknown"),
     (["--decisions", "0"], "--decisions must be at least 1"), (["--eval-matches", "-2"], "--eval-matches"),
-] + ([] if importlib.util.find_spec("ray") else [(["--ray-address", "local"], "needs Ray")]))
-def test_distil_refuses_bad_arguments_before_writing_anything(trained_run: Path, tmp_path: Path, options, message, capsys):
+] + ([] if importlib.util.find_spec("ray") else [([], "ray_address='local' (on a command line: OKGIN_RAY_ADDRESS) needs Ray")]))
+def test_distil_refuses_bad_arguments_before_writing_anything(trained_run: Path, tmp_path: Path, options, message, capsys,
+                                                              monkeypatch):
     from training.distil import cli as distil_cli
 
+    if not options:  # the cluster's address comes from the environment
+        monkeypatch.setenv("OKGIN_RAY_ADDRESS", "local")
+
     assert distil_cli(["--init-from", str(trained_run / "last.pt"), *options,
-                       "--run-dir", str(tmp_path / "never"), "--no-progress"]) == 2
+                       "--run-dir", str(tmp_path / "never")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
 
@@ -843,7 +847,7 @@ def test_exploit_trains_a_best_response_and_measures_it_on_fresh_mirrored_deals(
 def test_exploit_refuses_bad_arguments_with_one_line(tmp_path: Path, capsys, argv, message):
     from training.exploit import cli as exploit_cli
 
-    assert exploit_cli([*argv, "--run-dir", str(tmp_path / "x"), "--no-progress"]) == 2
+    assert exploit_cli([*argv, "--run-dir", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "x").exists()
@@ -866,7 +870,7 @@ def test_every_training_command_has_one_shape_of_exit_codes_and_stop_messages(na
     def stopped(*_args, **_kwargs):
         raise KeyboardInterrupt
 
-    argv = [*extra, "--run-dir", str(tmp_path / "y"), "--no-progress"]
+    argv = [*extra, "--run-dir", str(tmp_path / "y")]
     assert dataclasses.replace(command, run=stopped).cli(argv) == 130
     err = capsys.readouterr().err
     assert err == f"{command.prog}: stopped by SIGINT; continue with: {command.prog} {' '.join(argv)} --resume\n"
@@ -900,3 +904,35 @@ def test_the_training_commands_import_and_describe_themselves_under_python_oo():
     code = "; ".join(f"import training.{name}" for name in names) + "; import training.train as t; t.parse_args(['--help'])"
     done = subprocess.run([sys.executable, "-OO", "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "--total-decisions" in done.stdout, done.stderr[-500:]
+
+
+STAGE_COMMANDS = ("train", "improve", "distil", "exploit", "pipeline")
+
+
+def _flags(module: str) -> list[str]:
+    """The flags a training command takes (``--help`` aside; ``--x/--no-x`` once)."""
+    stage = importlib.import_module(f"training.{module}")
+    command = stage.COMMAND if hasattr(stage, "COMMAND") else stage.command()
+    return sorted(flag for action in command.parser()._actions for flag in action.option_strings
+                  if flag.startswith("--") and not flag.startswith("--no-") and flag != "--help")
+
+
+def test_the_stage_commands_keep_their_flag_budget():
+    """The five stage commands' flags, counted once per command (issue 54 counted 64; its bar is
+    50). The progress bars follow the terminal and the cluster's address the environment."""
+    counts = {module: _flags(module) for module in STAGE_COMMANDS}
+    assert sum(map(len, counts.values())) <= 56, counts
+    assert not any("--progress" in flags or "--ray-address" in flags for flags in counts.values())
+
+
+def test_the_ray_address_comes_from_the_environment(monkeypatch, capsys):
+    from training.improve import COMMAND
+
+    monkeypatch.setenv("OKGIN_RAY_ADDRESS", "10.0.0.1:6379")
+    config, _ = COMMAND.parse_args(["--decisions", "8"])
+    assert config.ray_address == "10.0.0.1:6379" and config.decisions == 8
+    monkeypatch.delenv("OKGIN_RAY_ADDRESS")
+    assert COMMAND.parse_args([])[0].ray_address == ""
+    with pytest.raises(SystemExit):
+        COMMAND.parse_args(["--ray-address", "auto"])
+    assert "unrecognized arguments: --ray-address auto" in capsys.readouterr().err

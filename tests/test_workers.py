@@ -73,13 +73,14 @@ def test_bad_arguments_are_refused_at_the_call(function, jobs, options, message)
 
 
 @pytest.mark.skipif(HAS_RAY, reason="checks the message given where Ray is not installed")
-def test_a_ray_address_without_ray_names_the_extra_to_install(tmp_path: Path):
-    with pytest.raises(ImportError, match=r'ray_address=.local. needs Ray.*pip install "okgin\[rllib\]"'):
+def test_a_ray_address_without_ray_names_the_extra_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    with pytest.raises(ImportError, match=r'ray_address=.local. \(on a command line: OKGIN_RAY_ADDRESS\) needs Ray.*pip install "okgin\[rllib\]"'):
         run_jobs(slow_identity, [(1, 0)], workers=1, ray_address="local")
     from training.improve import main as improve_main
 
     with pytest.raises(ImportError, match=r"okgin\[rllib\]"):
-        improve_main(["--ray-address", "10.0.0.1:6379", "--run-dir", str(tmp_path / "never"), "--no-progress"])
+        monkeypatch.setenv("OKGIN_RAY_ADDRESS", "10.0.0.1:6379")
+        improve_main(["--run-dir", str(tmp_path / "never")])
     assert not (tmp_path / "never").exists()  # refused before anything was written
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import math
+import os
 import random
 import shlex
 import signal
@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from okgin_env.rules.config import is_int
+from okgin_env.settings import in_range, range_text
+from okgin_env.settings import setting as declared
 from okgin_env.signals import sigterm_raises
 
 T = TypeVar("T")
@@ -35,64 +36,40 @@ T = TypeVar("T")
 
 def setting(default: Any, help: str, *, low: float | None = None, high: float | None = None,
             above: float | None = None, choices: tuple = (), budget: bool = False,
-            runtime: bool = False) -> Any:  # noqa: A002
-    """A settings field: its default, its help and its range (``low``/``high`` inclusive, ``above``
-    exclusive, or one of ``choices``), declared once for the command line and the validator.
-    ``budget``: how long the stage runs, which a resumed run may extend; ``runtime``: how it runs
-    (processes, a cluster), not what it makes; a resume may change both (``training.manifest``)."""
-    metadata = {"help": help, "low": low, "high": high, "above": above, "choices": tuple(choices), "budget": budget,
-                "runtime": runtime}
-    if dataclasses.is_dataclass(default):
-        return dataclasses.field(default_factory=lambda: default, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+            runtime: bool = False, env: str = "") -> Any:  # noqa: A002
+    """A settings field (``okgin_env.settings.setting``: its default, its help and its range,
+    ``low``/``high`` inclusive, ``above`` exclusive, or one of ``choices``), declared once for the
+    command line and the validator. ``budget``: how long the stage runs, which a resumed run may
+    extend; ``runtime``: how it runs (processes, a cluster), not what it makes; a resume may change
+    both (``training.manifest``). ``env``: the command line reads it from this environment
+    variable instead of a flag (where the machine, not the run, decides it: a cluster's address)."""
+    return declared(default, help, low=low, high=high, above=above, choices=choices, budget=budget, runtime=runtime,
+                    env=env)
 
 
 def flag_of(name: str) -> str:
     return f"--{name.replace('_', '-')}"
 
 
-def _range_text(meta: dict) -> str:
-    if meta["choices"]:
-        return "one of " + ", ".join(str(choice) if choice != "" else "empty" for choice in meta["choices"])
-    parts = []
-    if meta["low"] is not None:
-        parts.append(f"at least {meta['low']:g}" if isinstance(meta["low"], float) else f"at least {meta['low']}")
-    if meta["above"] is not None:
-        parts.append(f"above {meta['above']:g}")
-    if meta["high"] is not None:
-        parts.append(f"at most {meta['high']:g}" if isinstance(meta["high"], float) else f"at most {meta['high']}")
-    return " and ".join(parts)
+_KIND_WORDS = {bool: "True or False", int: "an integer", float: "a finite number", str: "text"}
 
 
 def check_settings(settings: Any, prefix: str = "") -> None:
     """A ``ValueError`` naming the first field out of its declared range (types included: an int
-    field takes an int, not a bool; a float field a finite number); nested settings are checked too."""
+    field takes an int, not a bool; a float field a finite number); nested settings are checked too.
+    The range is ``okgin_env.settings``' check; the message names the command line's flag."""
     for item in dataclasses.fields(settings):
         value, meta = getattr(settings, item.name), item.metadata
-        name = f"{prefix}{item.name}" if prefix else flag_of(item.name)
+        name = f"{prefix}{item.name}" if prefix else (meta.get("env") or flag_of(item.name))
         if item.default is dataclasses.MISSING:  # nested settings (set from Python)
             check_settings(value, prefix=f"{prefix}{item.name}.")
             continue
-        kind = type(item.default)
-        if kind is bool:
-            ok = isinstance(value, bool)
-        elif kind is int:
-            ok = is_int(value)
-        elif kind is float:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        else:
-            ok = isinstance(value, kind)
-        if not ok:
-            expected = {bool: "True or False", int: "an integer", float: "a finite number", str: "text"}.get(kind, kind.__name__)
-            raise ValueError(f"{name} must be {expected}, got {value!r}")
-        if meta.get("choices") and value not in meta["choices"]:
-            raise ValueError(f"{name} {value!r}; allowed: {_range_text(meta).removeprefix('one of ')}")
-        if kind in (int, float) and (
-            (meta.get("low") is not None and value < meta["low"])
-            or (meta.get("high") is not None and value > meta["high"])
-            or (meta.get("above") is not None and not value > meta["above"])
-        ):
-            raise ValueError(f"{name} must be {_range_text(meta)}, got {value}")
+        if not in_range(value, {"kind": meta["kind"]}):
+            raise ValueError(f"{name} must be {_KIND_WORDS.get(meta['kind'], meta['kind'].__name__)}, got {value!r}")
+        if meta["choices"] and value not in meta["choices"]:
+            raise ValueError(f"{name} {value!r}; allowed: {range_text(meta).removeprefix('one of ')}")
+        if not in_range(value, meta):
+            raise ValueError(f"{name} must be {range_text(meta)}, got {value}")
 
 
 def plain_text(text: str) -> str:
@@ -100,27 +77,44 @@ def plain_text(text: str) -> str:
     return text.replace("``", "")
 
 
-def parse_settings(classes: Any, argv: list[str] | None, description: str, prog: str | None = None,
-                   **defaults: Any) -> Any:
-    """``--field-name VALUE`` for every plain field of ``classes`` (one settings dataclass or a
-    tuple of them; booleans ``--x/--no-x``); nested settings keep their defaults. ``defaults``
-    replace the fields' own (a preset's). Each result is checked with ``check_settings``; one
-    instance per class comes back (a tuple for a tuple)."""
+def _from_environment(group: tuple) -> dict[str, dataclasses.Field]:
+    return {item.name: item for cls in group for item in dataclasses.fields(cls) if item.metadata.get("env")}
+
+
+def settings_parser(classes: Any, description: str, prog: str | None = None, **defaults: Any) -> argparse.ArgumentParser:
+    """The parser of ``parse_settings``: a flag per plain field (``defaults`` replacing the
+    fields' own), the fields read from the environment listed after the flags in ``--help``."""
     group = classes if isinstance(classes, tuple) else (classes,)
-    parser = argparse.ArgumentParser(prog=prog, description=plain_text(description))
+    from_environment = _from_environment(group)
+    epilog = "environment: " + "; ".join(f"{item.metadata['env']}: {plain_text(item.metadata['help'])}"
+                                         for item in from_environment.values()) if from_environment else None
+    parser = argparse.ArgumentParser(prog=prog, description=plain_text(description), epilog=epilog)
     for cls in group:
         for item in dataclasses.fields(cls):
-            if item.default is dataclasses.MISSING:  # nested settings: from Python only
+            if item.default is dataclasses.MISSING or item.name in from_environment:  # from Python / the environment
                 continue
             default = defaults.get(item.name, item.default)
             if isinstance(item.default, bool):
                 parser.add_argument(flag_of(item.name), action=argparse.BooleanOptionalAction, default=default,
                                     help=plain_text(item.metadata["help"]))
             else:
-                shown = f"; {_range_text(item.metadata)}" if _range_text(item.metadata) else ""
+                shown = f"; {range_text(item.metadata)}" if range_text(item.metadata) else ""
                 parser.add_argument(flag_of(item.name), type=type(item.default), default=default,
                                     help=f"{plain_text(item.metadata['help'])} (default: {default if default != '' else 'empty'}{shown})")
-    values = vars(parser.parse_args(argv))
+    return parser
+
+
+def parse_settings(classes: Any, argv: list[str] | None, description: str, prog: str | None = None,
+                   **defaults: Any) -> Any:
+    """``--field-name VALUE`` for every plain field of ``classes`` (one settings dataclass or a
+    tuple of them; booleans ``--x/--no-x``), a field declared with ``env`` from that environment
+    variable instead; nested settings keep their defaults. ``defaults`` replace the fields' own
+    (a preset's). Each result is checked with ``check_settings``; one instance per class comes
+    back (a tuple for a tuple)."""
+    group = classes if isinstance(classes, tuple) else (classes,)
+    values = vars(settings_parser(classes, description, prog, **defaults).parse_args(argv))
+    for name, item in _from_environment(group).items():
+        values[name] = os.environ.get(item.metadata["env"], defaults.get(name, item.default))
     settings = []
     for cls in group:
         names = {item.name for item in dataclasses.fields(cls) if item.default is not dataclasses.MISSING}
@@ -136,7 +130,6 @@ class RunOptions:
 
     run_dir: str = setting("runs/ppo", "the run's folder: checkpoints, labels, logs and summary")
     resume: bool = setting(False, "continue the run in --run-dir (refused if its settings differ)")
-    progress: bool = setting(True, "show progress bars")
 
 
 def command_line(prog: str, argv: list[str] | None) -> str:
@@ -149,10 +142,11 @@ def command_line(prog: str, argv: list[str] | None) -> str:
 @dataclass(frozen=True)
 class Command:
     """A training command: its settings class and ``RunOptions`` as flags, and its ``run(config,
-    run_dir, *, resume, progress_bar[, command])``, which returns the run's summary.
+    run_dir, *, resume, progress_bar[, command])``, which returns the run's summary (progress bars
+    only when stderr is a terminal).
 
     ``cli`` exits 0 when the run finished; 2 with one line on bad input (a ``ValueError``, a
-    missing file, or Ray missing for ``--ray-address``); 128 + the signal's number when a signal
+    missing file, or Ray missing for ``OKGIN_RAY_ADDRESS``); 128 + the signal's number when a signal
     stopped it (a summary whose ``stopped_by`` names it, or a ``KeyboardInterrupt``), printing the
     command that continues it. ``sigterm``: SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does
     (for commands with work outside the PPO loop, which handles its own signals);
@@ -169,9 +163,15 @@ class Command:
     says_how_to_resume: bool = False
     adjust: Callable[[Any, RunOptions], RunOptions] | None = None
 
+    def _first_line(self) -> str:
+        return (self.description or self.prog).strip().splitlines()[0]  # (None under python -OO)
+
+    def parser(self) -> argparse.ArgumentParser:
+        """The command's flags (``--help``)."""
+        return settings_parser((self.settings, RunOptions), self._first_line(), prog=self.prog, run_dir=self.run_dir)
+
     def parse_args(self, argv: list[str] | None = None) -> tuple[Any, RunOptions]:
-        first_line = (self.description or self.prog).strip().splitlines()[0]  # (None under python -OO)
-        config, options = parse_settings((self.settings, RunOptions), argv, first_line, prog=self.prog,
+        config, options = parse_settings((self.settings, RunOptions), argv, self._first_line(), prog=self.prog,
                                          run_dir=self.run_dir)
         return config, (self.adjust(config, options) if self.adjust else options)
 
@@ -179,7 +179,8 @@ class Command:
         """The command as a function: the run's summary."""
         config, options = self.parse_args(argv)
         given = {"command": command_line(self.prog, argv)} if self.says_how_to_resume else {}
-        return self.run(config, options.run_dir, resume=options.resume, progress_bar=options.progress, **given)
+        # Progress bars where a person watches (stderr a terminal), none in a log file or a pipe, as okgin-eval.
+        return self.run(config, options.run_dir, resume=options.resume, progress_bar=sys.stderr.isatty(), **given)
 
     def cli(self, argv: list[str] | None = None) -> int:
         try:

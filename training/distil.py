@@ -49,7 +49,7 @@ from .league import check_training_player
 from .labelling import checkpoint_file, labelling_config, play_learner_matches, record_inputs
 from .policy import load_checkpoint, load_policy
 from .manifest import check_manifest, write_manifest
-from .workers import require_ray
+from .workers import ray_address_setting, require_ray
 
 PROG = "python -m training.distil"
 
@@ -65,8 +65,7 @@ class DistilConfig:
     decisions: int = setting(40_000, "decisions labelled by the teacher (all workers)", low=1)
     eval_matches: int = setting(1000, "matches against simple for each of start and fitted (0: none)", low=0)
     workers: int = setting(2, "labelling and evaluation processes", low=1, high=256, runtime=True)
-    ray_address: str = setting("", "label on this Ray cluster (see training.workers); empty: local processes",
-                               runtime=True)
+    ray_address: str = ray_address_setting()
     fit: FitSettings = setting(FitSettings(chunk=500), "the labelling jobs' size and the fit's constants (from Python)")
 
 

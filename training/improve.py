@@ -30,9 +30,9 @@ same future instead:
 3. **Evaluation.** The starting and the fitted policy play the same mirrored full matches against
    ``simple`` through the evaluation library; both results go to ``summary.json``.
 
-Labelling runs in worker processes (``--workers``) or on a Ray cluster (``--ray-address``, see
-``training.workers``), one job per ``FitSettings.chunk`` decisions, each written to
-``labels_NNNN.npz`` as it finishes; ``--resume`` keeps the chunks an interrupted run of the same
+Labelling runs in worker processes (``--workers``) or on a Ray cluster (the environment
+variable ``OKGIN_RAY_ADDRESS``, see ``training.workers``), one job per ``FitSettings.chunk``
+decisions, each written to ``labels_NNNN.npz`` as it finishes; ``--resume`` keeps the chunks an interrupted run of the same
 settings wrote. The fit's constants are ``FitSettings`` (set from Python). Variants that were
 measured and not shipped (truncated rollouts, labelling the top actions only, self-play and
 bot label opponents, match-odds targets, own-penalty labels) are in docs/research/.
@@ -60,7 +60,7 @@ from .cli import Command, check_settings, make_run_dir, seed_everything, setting
 from .labelling import check_rollout_player, label_decisions
 from .manifest import check_manifest, write_manifest
 from .policy import build_model, load_checkpoint, save_checkpoint
-from .workers import require_ray, run_jobs
+from .workers import ray_address_setting, require_ray, run_jobs
 
 PROG = "python -m training.improve"
 LABELLED_ARRAYS = ("obs", "ctx", "feat", "ids", "legal", "q")  # training.labelling.LABEL_KEYS
@@ -97,9 +97,7 @@ class ImproveConfig:
     extra_labels: str = setting("", "comma-separated run folders whose labels are added to the fit (after this run's)")
     eval_matches: int = setting(1000, "matches against simple for each of start and fitted (0: none)", low=0)
     workers: int = setting(2, "labelling and evaluation processes", low=1, high=256, runtime=True)
-    ray_address: str = setting("", "label on a Ray cluster at this address (HOST:PORT, auto, or local for a private "
-                               "instance with --workers CPUs; see training/workers.py); same jobs, same labels",
-                               runtime=True)
+    ray_address: str = ray_address_setting()
     fit: FitSettings = setting(FitSettings(), "the labelling jobs' size and the fit's constants (from Python)")
 
 

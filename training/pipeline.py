@@ -34,7 +34,7 @@ the interrupted one (PPO from its ``last.pt``, labelling from the label chunks a
 a resume with other settings is refused (``training.manifest``); a run folder copied or moved
 elsewhere resumes there. Ctrl-C or SIGTERM stops the pipeline with the command that resumes it,
 exit status 128 + the signal's number. **Scaling out.**
-``--ray-address`` runs the labelling jobs on a Ray cluster (``training.workers``); PPO runs here.
+``OKGIN_RAY_ADDRESS`` (the environment variable) runs the labelling jobs on a Ray cluster (``training.workers``); PPO runs here.
 **Quick.** ``--quick`` runs the recipe's first two steps (at most) on tiny budgets: a smoke test
 of a few minutes.
 """
@@ -56,6 +56,7 @@ from okgin_env.rules.config import PRESETS, make_config
 from .cli import Command, RunOptions, check_settings, make_run_dir, setting
 from .manifest import (check_manifest, config_dict, recorded_place, run_place, runtime_fields, same_setting,
                        write_manifest)
+from .workers import ray_address_setting
 
 PROG = "python -m training.pipeline"
 
@@ -158,10 +159,9 @@ class PipelineConfig:
     seed: int = setting(1, "seed of the PPO stage; improvement step k uses seed + 9 + k", low=0)
     eval_matches: int = setting(1000, "mirrored matches against simple for the start and the fitted policy of each step",
                                 low=0)
-    workers: int = setting(2, "labelling and evaluation processes (or Ray CPUs with --ray-address local)", low=1,
+    workers: int = setting(2, "labelling and evaluation processes (or Ray CPUs with OKGIN_RAY_ADDRESS=local)", low=1,
                            high=256, runtime=True)
-    ray_address: str = setting("", "label on this Ray cluster (see training.workers); empty: local processes",
-                               runtime=True)
+    ray_address: str = ray_address_setting()
     quick: bool = setting(False, "tiny budgets everywhere: a smoke test of the recipe's first two steps")
 
 

@@ -70,6 +70,20 @@ Result = TypeVar("Result")
 LOCAL_RAY = "local"
 """``ray_address`` that starts a private Ray instance on this machine (with ``workers`` CPUs)."""
 
+RAY_ADDRESS_VARIABLE = "OKGIN_RAY_ADDRESS"
+"""The environment variable the labelling stages' command lines read ``ray_address`` from (as
+``examples/rllib_selfplay.py``): where the jobs run is the machine's business, not the run's."""
+
+
+def ray_address_setting() -> Any:
+    """The ``ray_address`` field of every stage that labels (``training.improve``, ``distil``, ``pipeline``)."""
+    from .cli import setting
+
+    return setting("", "label on a Ray cluster at this address (HOST:PORT, auto, or local for a private instance "
+                   "with --workers CPUs; see training.workers); empty: local processes. Same jobs, same labels",
+                   runtime=True, env=RAY_ADDRESS_VARIABLE)
+
+
 RAY_EXTRA = "rllib"
 """The extra of this project that installs Ray (``pip install "okgin[rllib]"``, or ``-e ".[rllib]"``)."""
 
@@ -86,10 +100,11 @@ def require_ray(ray_address: str | None = None):
     try:
         import ray
     except ImportError as error:
-        asked = f"ray_address={ray_address!r} needs" if ray_address else "running jobs on Ray needs"
+        asked = (f"ray_address={ray_address!r} (on a command line: {RAY_ADDRESS_VARIABLE}) needs" if ray_address
+                 else "running jobs on Ray needs")
         raise ImportError(f"{asked} Ray, which is not installed: pip install \"okgin[{RAY_EXTRA}]\" "
                           f"(in a checkout: pip install -e \".[{RAY_EXTRA}]\"), or run without a Ray "
-                          "address to use local worker processes") from error
+                          f"address (unset {RAY_ADDRESS_VARIABLE}) to use local worker processes") from error
     return ray
 
 

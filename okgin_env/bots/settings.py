@@ -7,7 +7,8 @@ fields of ``SearchSettings`` and ``lookahead`` those of ``LookaheadSettings``. A
 ValueError that names the setting, says what it expects and lists that bot's settings, also for a
 value that arrives as text from a command line (``search:rollouts=abc``).
 
-Every number has a range, declared once with its field (``_setting``): a lower bound and an upper
+Every number has a range, declared once with its field (``_setting``, on the project's one
+settings helper ``okgin_env.settings``): a lower bound and an upper
 one, so that an absurd budget (``search:rollouts=10000000000000000000000``) is refused when the
 bot is made instead of running for ever.
 """
@@ -15,14 +16,12 @@ bot is made instead of running for ever.
 from __future__ import annotations
 
 import difflib
-import math
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
-
-import numpy as np
 
 from ..echo import shown
 from ..rules.config import PRESETS, RulesConfig
+from ..settings import checked, expected, setting
 
 COMMON_SETTINGS = "seed (a non-negative int or None), rules (a preset name or a RulesConfig)"
 
@@ -47,56 +46,12 @@ def unknown_settings_error(bot: str, unknown: list[str], allowed: list[str], all
 
 def _setting(default: Any, kind: type, *, low: float | None = None, above: float | None = None,
              high: float | None = None, choices: tuple = (), optional: bool = False) -> Any:  # fmt: skip
-    """A field of a settings dataclass with its type and range (``low`` or ``above``: the lower bound,
-    inclusive or exclusive; ``high``: the upper bound, inclusive, which every number has)."""
+    """A field of a settings dataclass with its type and range (``okgin_env.settings.setting``),
+    where every number declares its whole range: ``low`` or ``above``, and ``high``."""
     if kind in (int, float) and (high is None or (low is None and above is None)):
         raise TypeError("a numeric bot setting declares its whole range: low or above, and high")
-    metadata = {"kind": kind, "low": low, "above": above, "high": high, "choices": choices, "optional": optional}
-    return field(default=default, metadata=metadata)
-
-
-def _expected(meta: dict) -> str:
-    kind = meta["kind"]
-    if meta["choices"]:
-        text = " or ".join(repr(c) for c in meta["choices"])
-    elif kind is bool:
-        text = "True or False"
-    elif kind is str:
-        text = "a file path"
-    else:
-        text = "an int" if kind is int else "a number"
-        if meta["low"] is not None:
-            text += f" in {meta['low']}..{meta['high']}"
-        else:
-            text += f" > {meta['above']} and <= {meta['high']}"
-    return text + (", or None" if meta["optional"] else "")
-
-
-def _checked(name: str, value: Any, meta: dict) -> Any:
-    """``value`` normalised (numpy scalars to Python ones), or ValueError naming the setting."""
-    kind = meta["kind"]
-    ok = False
-    if value is None:
-        ok = meta["optional"]
-    elif kind is bool:
-        ok = isinstance(value, (bool, np.bool_))
-    elif isinstance(value, (bool, np.bool_)):
-        ok = False
-    elif kind is int:
-        ok = isinstance(value, (int, np.integer))
-    elif kind is float:  # an int too large for a float is out of range, not an OverflowError
-        ok = isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
-    elif kind is str:
-        ok = value in meta["choices"] if meta["choices"] else isinstance(value, str) and value != ""
-    if ok and value is not None and kind in (int, float):  # compared as given: exact for any int
-        ok = (
-            (meta["low"] is None or value >= meta["low"])
-            and (meta["above"] is None or value > meta["above"])
-            and value <= meta["high"]
-        )
-    if not ok:
-        raise ValueError(f"{name}={shown(value)} is not allowed; expected {_expected(meta)}")
-    return kind(value) if value is not None else None
+    return setting(default, kind=kind, low=low, above=above, high=high, choices=choices, optional=optional,
+                   nonempty=True)
 
 
 class _BotSettings:
@@ -115,7 +70,7 @@ class _BotSettings:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            object.__setattr__(self, f.name, _checked(f.name, getattr(self, f.name), f.metadata))
+            object.__setattr__(self, f.name, checked(f.name, getattr(self, f.name), f.metadata))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -125,7 +80,7 @@ class _BotSettings:
     def describe(cls) -> str:
         """Every setting with what it expects and its default, for error messages and help texts."""
         described = [f for f in fields(cls) if f.default is not MISSING]
-        return ", ".join(f"{f.name} ({_expected(f.metadata)}; default {f.default!r})" for f in described)
+        return ", ".join(f"{f.name} ({expected(f.metadata)}; default {f.default!r})" for f in described)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..settings import checked, setting
+
 PRESETS = ("classic", "standard", "penalty")
 #: The two-player presets with points scoring (``standard``: plain gin as OpenSpiel and RLCard play it).
 TWO_PLAYER_PRESETS = ("classic", "standard")
@@ -21,37 +23,35 @@ MAX_KNOCK_LIMIT = 10
 
 @dataclass(frozen=True)
 class RulesConfig:
-    """Every rule option; docs/rules.md §10 says what each one means."""
+    """Every rule option, declared with its help and range (``okgin_env.settings``); docs/rules.md
+    §10 says what each one means."""
 
-    rules: str = "classic"
-    #: Seats at the table: 2 for ``classic``, 2-4 for ``penalty``.
-    num_players: int = 2
-    #: Bonus for going gin (classic: added to the knocker's score; penalty: charged to each other player).
-    gin_bonus: int = 25
-    #: Bonus for an undercut (classic: to the defender; penalty: charged extra to the knocker).
-    undercut_bonus: int = 10
-    #: The match ends when a player's total reaches this.
-    target_score: int = 100
-    #: An Ace upcard means gin only (knock limit 0); off: an Ace allows knocking with 1.
-    ace_upcard_gin_only: bool = True
-    #: Allow discarding the card just taken from the discard pile (off: the standard rule).
-    allow_discard_taken: bool = False
-    #: The round's knock limit: None for Oklahoma (the upcard's value, docs/rules.md §3); an int
-    #: 0-10 fixes it for every round (``standard``: 10).
-    knock_limit: int | None = None
-    #: A round that reaches this many discards ends as a draw (a guard against endless rounds).
-    max_turns: int = 500
-    #: Penalty preset: after this many stock reshuffles, reaching two stock cards draws the round.
-    max_reshuffles: int = 3
-    #: If the upcard is a spade, the round's score (or penalties) is doubled.
-    spade_double: bool = False
-    #: House rule (classic only): when the match ends, each player gets this per round they won.
-    box_bonus: int = 0
-    #: House rule (classic only): when the match ends, the match winner gets this.
-    game_bonus: int = 0
-    #: House rule (classic only): the winner's final total (bonuses included) is multiplied by
-    #: this when the loser's total before bonuses is 0 (a shutout).
-    shutout_multiplier: int = 1
+    rules: str = setting("classic", "the preset the other options start from", choices=PRESETS)
+    num_players: int = setting(2, "seats at the table: 2 for classic and standard, 2-4 for penalty", low=2, high=4)
+    gin_bonus: int = setting(25, "bonus for going gin (classic: added to the knocker's score; penalty: charged to "
+                             "each other player)", low=0, high=1000)
+    undercut_bonus: int = setting(10, "bonus for an undercut (classic: to the defender; penalty: charged extra to "
+                                  "the knocker)", low=0, high=1000)
+    target_score: int = setting(100, "the match ends when a player's total reaches this", low=1, high=100_000)
+    ace_upcard_gin_only: bool = setting(True, "an Ace upcard means gin only (knock limit 0); off: an Ace allows "
+                                        "knocking with 1")
+    allow_discard_taken: bool = setting(False, "allow discarding the card just taken from the discard pile (off: "
+                                        "the standard rule)")
+    knock_limit: int | None = setting(None, "the round's knock limit: None for Oklahoma (the upcard's value, "
+                                      "docs/rules.md §3); an int 0-10 fixes it for every round (standard: 10)",
+                                      kind=int, low=0, high=MAX_KNOCK_LIMIT)
+    max_turns: int = setting(500, "a round that reaches this many discards ends as a draw (a guard against "
+                             "endless rounds)", low=1, high=1_000_000)
+    max_reshuffles: int = setting(3, "penalty preset: after this many stock reshuffles, reaching two stock cards "
+                                  "draws the round", low=0, high=1000)
+    spade_double: bool = setting(False, "if the upcard is a spade, the round's score (or penalties) is doubled")
+    box_bonus: int = setting(0, "house rule (classic only): when the match ends, each player gets this per round "
+                             "they won", low=0, high=1000)
+    game_bonus: int = setting(0, "house rule (classic only): when the match ends, the match winner gets this",
+                              low=0, high=100_000)
+    shutout_multiplier: int = setting(1, "house rule (classic only): the winner's final total (bonuses included) "
+                                      "is multiplied by this when the loser's total before bonuses is 0 (a "
+                                      "shutout)", low=1, high=100)
 
     # ---- derived from the preset, not options
     @property
@@ -92,20 +92,9 @@ _PRESET_DEFAULTS = {
     "standard": {"knock_limit": 10, "undercut_bonus": 25},
     "penalty": {"undercut_bonus": 25},
 }
-_INT_RANGES = {
-    "gin_bonus": (0, 1000),
-    "undercut_bonus": (0, 1000),
-    "target_score": (1, 100_000),
-    "max_turns": (1, 1_000_000),
-    "max_reshuffles": (0, 1000),
-    "box_bonus": (0, 1000),
-    "game_bonus": (0, 100_000),
-    "shutout_multiplier": (1, 100),
-}
 #: The match-end house rules and their "off" values (docs/rules.md §11): the only values allowed
 #: with ``rules="penalty"``, where lower totals win and a bonus has no meaning.
 MATCH_BONUS_DEFAULTS = {"box_bonus": 0, "game_bonus": 0, "shutout_multiplier": 1}
-_BOOL_OPTIONS = ("ace_upcard_gin_only", "allow_discard_taken", "spade_double")
 
 
 def make_config(rules: str | RulesConfig = "classic", **options: Any) -> RulesConfig:
@@ -134,6 +123,31 @@ def make_config(rules: str | RulesConfig = "classic", **options: Any) -> RulesCo
     return RulesConfig(**values)
 
 
+def option_table_rows() -> list[tuple[str, ...]]:
+    """docs/rules.md §10's table from the declarations, one row per option: the option, its value
+    in each preset (``classic``, ``standard``, ``penalty``) and what it allows (the page adds what
+    each means; ``tests/test_config.py`` checks that the page shows these rows)."""
+    def value(name: str, preset: str) -> str:
+        default = make_config(preset).to_dict()[name] if name != "rules" else None
+        text = "–" if name == "rules" else "None" if default is None else (
+            ("on" if default else "off") if isinstance(default, bool) else str(default))
+        return f"{text} (only {text})" if preset == "penalty" and name in MATCH_BONUS_DEFAULTS else text
+
+    def allowed(item: Any) -> str:
+        meta = item.metadata
+        if item.name == "rules":
+            return ", ".join(f'`"{preset}"`' for preset in PRESETS)
+        if item.name == "num_players":
+            return "classic and standard: 2; penalty: 2, 3, 4"
+        if meta["kind"] is bool:
+            return "`True`/`False`"
+        text = f"int {meta['low']:,}–{meta['high']:,}"
+        return f"None or {text}" if meta["optional"] else text
+
+    return [(f"`{item.name}`", *(value(item.name, preset) for preset in PRESETS), allowed(item))
+            for item in fields(RulesConfig)]
+
+
 def _validate(values: dict[str, Any]) -> None:
     rules = values["rules"]
     if rules not in PRESETS:
@@ -144,18 +158,16 @@ def _validate(values: dict[str, Any]) -> None:
         raise ValueError(
             f"num_players={num_players!r} is not allowed with rules={rules!r}; allowed: {list(allowed_players)}"
         )
-    for name, (low, high) in _INT_RANGES.items():
-        if name in values:
-            value = values[name]
-            if not is_int(value) or not low <= value <= high:
-                raise ValueError(f"{name}={value!r} is not allowed; expected an int in {low}..{high}")
     limit = values.get("knock_limit")
     if limit is not None and (not is_int(limit) or not 0 <= limit <= MAX_KNOCK_LIMIT):
         raise ValueError(f"knock_limit={limit!r} is not allowed; expected None (the upcard's value, Oklahoma) "
                          f"or an int in 0..{MAX_KNOCK_LIMIT} (a fixed limit; standard gin: 10)")
-    for name in _BOOL_OPTIONS:
-        if name in values and not isinstance(values[name], bool):
-            raise ValueError(f"{name}={values[name]!r} is not allowed; expected True or False")
+    for item in fields(RulesConfig):  # every other option by its declared type and range
+        if item.name in values and item.name not in ("rules", "num_players", "knock_limit"):
+            value = values[item.name]
+            if item.metadata["kind"] is bool and not isinstance(value, bool):  # (a numpy bool is not stored)
+                raise ValueError(f"{item.name}={value!r} is not allowed; expected True or False")
+            checked(item.name, value, item.metadata)
     if rules == "penalty":
         for name, off in MATCH_BONUS_DEFAULTS.items():
             if values.get(name, off) != off:
