@@ -1,7 +1,8 @@
 """The parts of a training run around the learning (``training.train`` uses them): evaluation in a
 second process, the run directory's files, the log (TensorBoard, ``progress.csv``, ``best.pt``),
 stopping on SIGINT/SIGTERM, and where a run starts (fresh, ``--init-from``, ``--resume`` from
-``last.pt``) and how it ends (the plot and ``summary.json``)."""
+``last.pt``), the bookkeeping after each update (``RunBook``: the log, ``last.pt``, the candidates
+to evaluate) and how it ends (the plot and ``summary.json``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -31,7 +33,7 @@ from okgin_env.signals import signals_ignored
 from .manifest import check_same_settings
 from .model import PolicyValueNet
 from .plot import plot_progress
-from .policy import CheckpointError, load_checkpoint, write_checkpoint
+from .policy import CheckpointError, load_checkpoint, save_checkpoint, write_checkpoint
 from .workers import exit_with_parent
 
 
@@ -405,6 +407,93 @@ def checked_progress(path: Path, saved: dict[str, Any]) -> Progress:
                                   f"{'an integer' if kind is int else 'a number'} in {low}..{high}")
         values[name] = kind(value)
     return Progress(**values)
+
+
+class RunBook:
+    """What ``training.train.run`` keeps beside the algorithm: after each update the log row, the
+    evaluation the second process finished, ``last.pt`` and, when due, the next candidate to
+    evaluate; at the end the last evaluation, the cleanup and the summary.
+
+    ``config`` is the stage's settings (``total_decisions``, ``minutes``, ``eval_every``);
+    ``metadata`` goes into every checkpoint; ``imitation_updates``: the updates before PPO."""
+
+    def __init__(self, files: RunFiles, config: Any, metadata: dict[str, Any], progress: Progress, resumed: bool,
+                 log: RunLog, evaluator: Evaluator, planned: int, imitation_updates: int, progress_bar: bool):
+        self.files, self.config, self.metadata, self.log, self.evaluator = files, config, metadata, log, evaluator
+        self.imitation_updates = imitation_updates
+        self.start = time.time() - progress.elapsed
+        self.bar = tqdm(total=planned, initial=progress.decisions, disable=not progress_bar, unit="dec")
+        self.saved = dataclasses.replace(progress) if resumed else None  # what last.pt holds, once this run wrote it
+
+    def out_of_time(self) -> bool:
+        return bool(self.config.minutes and time.time() - self.start >= 60 * self.config.minutes)
+
+    def training(self, progress: Progress, stop: StopSignals) -> bool:
+        """Whether another update runs: budget, ``--minutes`` and signals allow it."""
+        return progress.decisions < self.config.total_decisions and not stop.requested and not self.out_of_time()
+
+    def _checkpoint_metadata(self, progress: Progress) -> dict[str, Any]:
+        return {**self.metadata, "progress": dataclasses.asdict(progress), "evaluation": self.log.last_evaluation}
+
+    def after_update(self, model: PolicyValueNet, optimizer: torch.optim.Optimizer, progress: Progress, phase: str,
+                     stats: dict[str, float], train_points: float, decisions: int) -> None:
+        """Log the update, collect a finished evaluation, save ``last.pt`` and submit a candidate when due."""
+        files, evaluator = self.files, self.evaluator
+        progress.elapsed = time.time() - self.start
+        row = self.log.update(progress, phase, stats, train_points, optimizer.param_groups[0]["lr"])
+        self.log.evaluation(evaluator.collect(), progress, row)
+        meta = self._checkpoint_metadata(progress)
+        save_checkpoint(files.last, model, meta, extra={"optimizer": optimizer.state_dict()})
+        self.saved = dataclasses.replace(progress)
+        last_update = progress.decisions >= self.config.total_decisions or self.out_of_time()
+        # A run that ends with no evaluation yet (one resumed after a stop) gets its final
+        # policy evaluated, so that every finished run has a best.pt.
+        if (self.evaluation_due(phase, progress) or (last_update and not files.best.exists())) and not evaluator.busy:
+            save_checkpoint(files.candidate(progress.update), model, meta)
+            evaluator.submit(files.candidate(progress.update), progress.decisions)
+        self.log.write(row)
+        self.bar.update(decisions)
+        self.bar.set_postfix(phase=phase, pts=f"{train_points:+.2f}",
+                             win_vs_simple=f"{self.log.last_evaluation.get('win_rate_vs_simple', float('nan')):.3f}")
+
+    def evaluation_due(self, phase: str, progress: Progress) -> bool:
+        """Whether the policy after this update is evaluated: right after imitation (so that a win
+        rate shows in the first minutes), then every ``eval_every`` updates, and at the end of a
+        run that is imitation alone (so that it has a best.pt too)."""
+        if phase == "bc":
+            return progress.decisions >= self.config.total_decisions
+        since = progress.update - self.imitation_updates
+        return since == 1 or progress.update % self.config.eval_every == 0
+
+    def last_evaluation(self, model: PolicyValueNet, progress: Progress, stop: StopSignals) -> None:
+        """After the last update: submit the final policy if no update of this session did (one
+        resumed after its last update was stopped before that update's evaluation), then wait for
+        the last candidate's evaluation, unless a signal says stop."""
+        self.bar.close()
+        files, evaluator = self.files, self.evaluator
+        if progress.update and not files.best.exists() and not evaluator.busy and not stop.requested:
+            save_checkpoint(files.candidate(progress.update), model, self._checkpoint_metadata(progress))
+            evaluator.submit(files.candidate(progress.update), progress.decisions)
+        self.log.evaluation(evaluator.collect(wait=True, give_up=lambda: stop.requested), progress)
+
+    def close(self) -> None:
+        """The cleanup, whatever stopped the run: the bar, the second process, the candidates, the log."""
+        self.bar.close()
+        self.evaluator.close()
+        self.files.remove_candidates()
+        self.log.close()
+
+    def summary(self, progress: Progress, stopped: str | None, command: str | None) -> dict[str, Any]:
+        """``last.pt`` learns a best win rate that an evaluation found after the last save (for
+        ``--resume``); then ``finish``."""
+        saved = self.saved
+        if saved is not None and saved.best_win_rate != progress.best_win_rate:
+            saved.best_win_rate = progress.best_win_rate
+            payload = load_checkpoint(self.files.last)
+            payload["metadata"].update(progress=dataclasses.asdict(saved), evaluation=self.log.last_evaluation)
+            write_checkpoint(self.files.last, payload)
+        return finish(self.files, saved or Progress(best_win_rate=progress.best_win_rate), self.log.last_evaluation,
+                      stopped, command)
 
 
 def finish(files: RunFiles, progress: Progress, last_evaluation: dict[str, float], stopped: str | None,

@@ -47,14 +47,12 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from okgin_env.observation import layout_for
 from okgin_env.rules.actions import KNOCK_BASE, TAKE_DISCARD
@@ -66,8 +64,8 @@ from .host_tables import HostTables, Teacher
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
 from .manifest import write_manifest
 from .model import PolicyValueNet
-from .policy import MAX_HIDDEN, build_model, load_checkpoint, save_checkpoint, write_checkpoint
-from .run import Evaluator, Progress, RunFiles, RunLog, StopSignals, finish, starting_point
+from .policy import MAX_HIDDEN, build_model
+from .run import Evaluator, RunBook, RunFiles, RunLog, StopSignals, starting_point
 from .tensor_rollout import TensorTables, resolve_device
 
 LearnerTables = HostTables | TensorTables  # the tables protocol of collect_rollout (training.host_tables)
@@ -429,16 +427,12 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
           f"decisions ({config.num_tables} tables x {hyper.rollout_length})"
           + (f": --total-decisions {config.total_decisions:,} runs to {planned:,}, whole updates"
              if planned != config.total_decisions and progress.decisions < config.total_decisions else ""), flush=True)
-    start = time.time() - progress.elapsed
-    bar = tqdm(total=planned, initial=progress.decisions, disable=not progress_bar, unit="dec")
-    saved = dataclasses.replace(progress) if resumed else None  # what last.pt holds, once this run wrote it
+    book = RunBook(files, config, metadata, progress, resumed, log, evaluator, planned, imitation_updates, progress_bar)
 
     with StopSignals() as stop:
         try:
-            while (progress.decisions < config.total_decisions and not stop.requested
-                   and not (config.minutes and time.time() - start >= 60 * config.minutes)):
+            while book.training(progress, stop):
                 phase = "bc" if progress.update < imitation_updates else "ppo"
-                # ---- rollout, advantages, update
                 collect_rollout(model, tables, rollout, hyper.reward_scale, imitate=phase == "bc")
                 next_value = bootstrap_value(model, tables)
                 if config.round_reward == "win":  # a round pays the sign of its points: single hands won
@@ -450,63 +444,16 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 progress.decisions += decisions_per_update
                 if phase == "ppo":
                     snapshots.after_update(model, rules.num_players, tables, progress.update)
-                progress.elapsed = time.time() - start
-
-                # ---- logging, evaluation in the second process, checkpoints
-                train_points = rollout.round_points / max(1, rollout.rounds)
-                row = log.update(progress, phase, stats, train_points, optimizer.param_groups[0]["lr"])
-                log.evaluation(evaluator.collect(), progress, row)
-                meta = {**metadata, "progress": dataclasses.asdict(progress), "evaluation": log.last_evaluation}
-                save_checkpoint(files.last, model, meta, extra={"optimizer": optimizer.state_dict()})
-                saved = dataclasses.replace(progress)
-                last_update = (progress.decisions >= config.total_decisions
-                               or bool(config.minutes and time.time() - start >= 60 * config.minutes))
-                # A run that ends with no evaluation yet (one resumed after a stop) gets its final
-                # policy evaluated, so that every finished run has a best.pt.
-                if (evaluation_due(phase, progress, imitation_updates, config)
-                        or (last_update and not files.best.exists())) and not evaluator.busy:
-                    save_checkpoint(files.candidate(progress.update), model, meta)
-                    evaluator.submit(files.candidate(progress.update), progress.decisions)
-                log.write(row)
-                bar.update(decisions_per_update)
-                bar.set_postfix(phase=phase, pts=f"{train_points:+.2f}",
-                                win_vs_simple=f"{log.last_evaluation.get('win_rate_vs_simple', float('nan')):.3f}")
-            bar.close()
-            if progress.update and not files.best.exists() and not evaluator.busy and not stop.requested:
-                # No update of this session submitted the final policy (one resumed after its last update
-                # was stopped before that update's evaluation): evaluated now, so that it has a best.pt.
-                meta = {**metadata, "progress": dataclasses.asdict(progress), "evaluation": log.last_evaluation}
-                save_checkpoint(files.candidate(progress.update), model, meta)
-                evaluator.submit(files.candidate(progress.update), progress.decisions)
-            # The last candidate's evaluation is waited for, unless a signal says stop.
-            log.evaluation(evaluator.collect(wait=True, give_up=lambda: stop.requested), progress)
+                book.after_update(model, optimizer, progress, phase, stats, rollout.round_points / max(1, rollout.rounds),
+                                  decisions_per_update)
+            book.last_evaluation(model, progress, stop)
         except KeyboardInterrupt:  # a second signal: stop at once (last.pt holds the update before)
             pass
         finally:
             stop.ignore_further()  # the cleanup and the summary run to their end
-            bar.close()
-            evaluator.close()
-            files.remove_candidates()
             tables.close()
-            log.close()
-        if saved is not None and saved.best_win_rate != progress.best_win_rate:
-            # An evaluation finished after the last save: last.pt learns the best so far, for --resume.
-            saved.best_win_rate = progress.best_win_rate
-            payload = load_checkpoint(files.last)
-            payload["metadata"].update(progress=dataclasses.asdict(saved), evaluation=log.last_evaluation)
-            write_checkpoint(files.last, payload)
-        return finish(files, saved or Progress(best_win_rate=progress.best_win_rate), log.last_evaluation,
-                      stop.signal_name, command)
-
-
-def evaluation_due(phase: str, progress: Progress, imitation_updates: int, config: TrainConfig) -> bool:
-    """Whether the policy after this update is evaluated: right after imitation (so that a win rate
-    shows in the first minutes), then every ``eval_every`` updates, and at the end of a run that
-    is imitation alone (so that it has a best.pt too)."""
-    if phase == "bc":
-        return progress.decisions >= config.total_decisions
-    since = progress.update - imitation_updates
-    return since == 1 or progress.update % config.eval_every == 0
+            book.close()
+        return book.summary(progress, stop.signal_name, command)
 
 
 # ----------------------------------------------------------------------------- command line
