@@ -58,3 +58,15 @@ def test_the_rules_the_bots_and_the_training_commands_declare_with_it():
     for cls in (RulesConfig, SearchSettings, LookaheadSettings, TrainConfig, Hyperparameters):
         for item in dataclasses.fields(cls):
             assert {"kind", "low", "high", "above", "choices", "optional", "help"} <= set(item.metadata), (cls, item.name)
+
+
+def test_a_training_setting_takes_pythons_own_bools_and_floats():
+    """A numpy bool or float32 would be written to the manifest as text and refuse a later resume."""
+    from training.cli import check_settings
+    from training.train import TrainConfig
+
+    with pytest.raises(ValueError, match="--outlook-features must be True or False, got np.True_"):
+        check_settings(TrainConfig(outlook_features=np.True_))
+    with pytest.raises(ValueError, match="--minutes must be a finite number"):
+        check_settings(TrainConfig(minutes=np.float32(1.0)))
+    check_settings(TrainConfig(minutes=2, num_tables=np.int64(8)))

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "no
 
 class EnvShuffles:
     """The rules core's generator in a reference match: a penalty stock rebuild takes the
-    permutation the tensor engine drew for that game (``TensorEnv.last_permutation``)."""
+    permutation the tensor engine drew for that game (``TensorState.last_permutation``)."""
 
     def __init__(self, env: TensorEnv, game: int):
         self.env, self.game = env, game
@@ -736,3 +736,13 @@ def test_a_state_of_another_shape_or_kind_is_refused():
         env.observe({"hands": None})
     with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
         env.step(torch.zeros(4, dtype=torch.int64))
+
+
+def test_a_device_named_with_its_index_is_the_device_of_its_states():
+    from training.tensor_rollout import TensorTables
+
+    env = TensorEnv(2, device="cpu:0")
+    assert env.device == torch.device("cpu") and env.observe(env.init(seed=0)).shape == (2, env.obs_size)
+    tables = TensorTables(4, device="cpu:0")
+    tables.reset(seed=0)
+    assert tables.inputs()[0].shape[0] == 4

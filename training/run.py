@@ -476,11 +476,13 @@ class RunBook:
             evaluator.submit(files.candidate(progress.update), progress.decisions)
         self.log.evaluation(evaluator.collect(wait=True, give_up=lambda: stop.requested), progress)
 
-    def close(self) -> None:
-        """The cleanup, whatever stopped the run: the bar, the second process, the candidates, the log."""
+    def close(self, tables: Any) -> None:
+        """The cleanup, whatever stopped the run: the bar, the second process, the candidates, the
+        learner's ``tables``, the log."""
         self.bar.close()
         self.evaluator.close()
         self.files.remove_candidates()
+        tables.close()
         self.log.close()
 
     def summary(self, progress: Progress, stopped: str | None, command: str | None) -> dict[str, Any]:

@@ -451,8 +451,7 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
             pass
         finally:
             stop.ignore_further()  # the cleanup and the summary run to their end
-            tables.close()
-            book.close()
+            book.close(tables)
         return book.summary(progress, stop.signal_name, command)
 
 

@@ -15,7 +15,8 @@ BIG_SEED = 1 << 63
 
 
 def check_device(device: Any) -> torch.device:
-    """``device`` as a ``torch.device`` this torch can use; ValueError naming what is allowed."""
+    """``device`` as the ``torch.device`` its tensors report (``"cuda"`` becomes ``cuda:0``, ``"cpu:0"``
+    ``cpu``), so that a state's device compares equal to its env's; ValueError naming what is allowed."""
     allowed = f"allowed: a {', '.join(DEVICE_TYPES)} device that torch can use here (e.g. 'cpu', 'cuda', 'cuda:0')"
     try:
         parsed = torch.device(device)
@@ -24,10 +25,9 @@ def check_device(device: Any) -> torch.device:
     if parsed.type not in DEVICE_TYPES:
         raise ValueError(f"device={device!r} is not allowed; {allowed}")
     try:
-        torch.zeros(1, device=parsed)
+        return torch.zeros(1, device=parsed).device
     except (RuntimeError, TypeError, AssertionError) as error:  # CPU-only torch: AssertionError for cuda
         raise ValueError(f"device={device!r} is not usable here: {error}; {allowed}") from None
-    return parsed
 
 
 def generator_seed(seed: int) -> int:

@@ -29,7 +29,9 @@ and the same with the state kept inside the env (``env.state``), as the trainer 
   ``step`` on a copy (``state`` is left as it was, so a search can branch from it; the copy's
   generator continues from the same position). ``observe(state, rows=None)`` encodes the seat to
   act's observation in the games ``rows``.
-* ``reset(seed=None, options=None) -> TensorStep`` deals a new episode in every game into ``env.state``;
+* ``reset(seed=None, options=None) -> TensorStep`` deals a new episode in every game into a new
+  ``env.state`` (without a seed, on the same generator object: keep an earlier state with
+  ``env.state.clone()``, not by reference);
   ``options={"deck": decks, "dealer": dealers}`` fixes the first deal of every game: ``decks`` a
   (N, 52) integer tensor or array of card ids, top first (a permutation per row), ``dealers`` (N,)
   seats or one seat for all (as ``BatchEnv``'s options of the same names).
