@@ -936,3 +936,15 @@ def test_the_ray_address_comes_from_the_environment(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         COMMAND.parse_args(["--ray-address", "auto"])
     assert "unrecognized arguments: --ray-address auto" in capsys.readouterr().err
+
+
+def test_the_resume_line_carries_the_environment_settings(monkeypatch):
+    from training.cli import command_line
+    from training.improve import COMMAND
+
+    assert command_line("python -m training.improve", ["--decisions", "8", "--resume"], {"OKGIN_RAY_ADDRESS": "auto"}) == \
+        "OKGIN_RAY_ADDRESS=auto python -m training.improve --decisions 8"
+    monkeypatch.delenv("OKGIN_RAY_ADDRESS", raising=False)
+    assert COMMAND.environment() == {}
+    monkeypatch.setenv("OKGIN_RAY_ADDRESS", "10.0.0.1:6379")
+    assert COMMAND.environment() == {"OKGIN_RAY_ADDRESS": "10.0.0.1:6379"}

@@ -146,11 +146,12 @@ class RunOptions:
     resume: bool = setting(False, "continue the run in --run-dir (refused if its settings differ)")
 
 
-def command_line(prog: str, argv: list[str] | None) -> str:
-    """The command that started a run (``argv``, by default ``sys.argv[1:]``) without ``--resume``:
-    with `` --resume`` added, how a stopped run is continued."""
+def command_line(prog: str, argv: list[str] | None, environment: dict[str, str] | None = None) -> str:
+    """The command that started a run (``argv``, by default ``sys.argv[1:]``) without ``--resume``,
+    after the ``environment`` settings it read (``NAME=VALUE``): with `` --resume`` added, how a
+    stopped run is continued."""
     given = [a for a in (sys.argv[1:] if argv is None else argv) if a not in ("--resume", "--no-resume")]
-    return shlex.join([*prog.split(), *given])
+    return shlex.join([*(f"{name}={value}" for name, value in (environment or {}).items()), *prog.split(), *given])
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,11 @@ class Command:
         """The command's flags (``--help``)."""
         return settings_parser((self.settings, RunOptions), self._first_line(), prog=self.prog, run_dir=self.run_dir)
 
+    def environment(self) -> dict[str, str]:
+        """The settings this command reads from the environment that are set there (for the resume line)."""
+        names = (item.metadata["env"] for item in _from_environment((self.settings,)).values())
+        return {name: os.environ[name] for name in names if os.environ.get(name)}
+
     def parse_args(self, argv: list[str] | None = None) -> tuple[Any, RunOptions]:
         config, options = parse_settings((self.settings, RunOptions), argv, self._first_line(), prog=self.prog,
                                          run_dir=self.run_dir)
@@ -192,7 +198,7 @@ class Command:
     def main(self, argv: list[str] | None = None) -> Any:
         """The command as a function: the run's summary."""
         config, options = self.parse_args(argv)
-        given = {"command": command_line(self.prog, argv)} if self.says_how_to_resume else {}
+        given = {"command": command_line(self.prog, argv, self.environment())} if self.says_how_to_resume else {}
         # Progress bars where a person watches (stderr a terminal), none in a log file or a pipe, as okgin-eval.
         return self.run(config, options.run_dir, resume=options.resume, progress_bar=sys.stderr.isatty(), **given)
 
@@ -205,7 +211,8 @@ class Command:
             return 2
         except KeyboardInterrupt as stop:
             name = getattr(stop, "signal_name", "SIGINT")  # a plain KeyboardInterrupt: Ctrl-C
-            print(f"{self.prog}: stopped by {name}; continue with: {command_line(self.prog, argv)} --resume",
+            print(f"{self.prog}: stopped by {name}; continue with: {command_line(self.prog, argv, self.environment())} "
+                  "--resume",
                   file=sys.stderr)
             return 128 + signal.Signals[name].value
         stopped = summary.get("stopped_by") if isinstance(summary, dict) else None
