@@ -1,5 +1,6 @@
-"""The argument checks of ``TensorEnv`` that are not about the game: which devices it runs on, and
-how any non-negative int seed (as the AEC env takes) becomes a ``torch.Generator`` seed."""
+"""The argument checks of ``TensorEnv`` that are not about the game: which devices it runs on, how
+any non-negative int seed (as the AEC env takes) becomes a ``torch.Generator`` seed, and the decks,
+dealers and actions it is given (each refused with a ValueError that says what is allowed)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from ..rules.actions import NUM_ACTIONS
+from ..rules.cards import NUM_CARDS
+from ..rules.config import is_int
 
 #: The device types a TensorEnv runs on: real memory and a torch.Generator ("meta" has neither).
 DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
@@ -38,4 +43,65 @@ def generator_seed(seed: int) -> int:
     return int(np.random.SeedSequence(seed).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
-__all__ = ["BIG_SEED", "DEVICE_TYPES", "check_device", "generator_seed"]
+def checked_decks(decks: Any, n: int, device: torch.device) -> torch.Tensor | None:
+    """``reset``'s ``options["deck"]`` as an (n, 52) int64 tensor on ``device``: one permutation of
+    the card ids per game, top first; None stays None."""
+    if decks is None:
+        return None
+    try:
+        tensor = torch.as_tensor(np.asarray(decks) if not isinstance(decks, torch.Tensor) else decks)
+    except (TypeError, ValueError, RuntimeError):
+        tensor = None
+    if (tensor is None or tensor.shape != (n, NUM_CARDS) or tensor.dtype.is_floating_point or tensor.dtype.is_complex
+            or tensor.dtype == torch.bool):
+        raise ValueError(f"options['deck'] must be an integer tensor or array of shape ({n}, {NUM_CARDS}) "
+                         f"(one deck of card ids per game, top first), got {decks!r:.80}")
+    tensor = tensor.to(device=device, dtype=torch.int64)
+    ok = (tensor.sort(1).values == torch.arange(NUM_CARDS, device=device)).all(1)
+    if not bool(ok.all()):
+        bad = int((~ok).nonzero()[0, 0])
+        raise ValueError(f"options['deck'][{bad}] is not a permutation of the 52 card ids 0..51")
+    return tensor
+
+
+def checked_dealers(dealers: Any, n: int, num_players: int, device: torch.device) -> torch.Tensor | None:
+    """``reset``'s ``options["dealer"]`` (one seat, or one per game) as an (n,) int64 tensor on
+    ``device``; None stays None."""
+    if dealers is None:
+        return None
+    p = num_players
+    if is_int(dealers):
+        dealers = [int(dealers)] * n
+    try:
+        tensor = torch.as_tensor(np.asarray(dealers) if not isinstance(dealers, torch.Tensor) else dealers)
+    except (TypeError, ValueError, RuntimeError):
+        tensor = None
+    if (tensor is None or tensor.shape != (n,) or tensor.dtype.is_floating_point or tensor.dtype == torch.bool
+            or bool(((tensor < 0) | (tensor >= p)).any())):
+        raise ValueError(f"options['dealer'] must be one seat in 0..{p - 1} or ({n},) seats, got {dealers!r:.80}")
+    return tensor.to(device=device, dtype=torch.int64)
+
+
+def checked_actions(actions: Any, n: int, device: torch.device) -> tuple[torch.Tensor, np.ndarray | None]:
+    """``step``'s actions as an (n,) int64 tensor on ``device``, and the actions as given where int64
+    cannot hold them (huge uint64 ids, for the error message to name), else None."""
+    given = None
+    if isinstance(actions, torch.Tensor) and actions.dtype == torch.uint64:
+        actions = actions.cpu().numpy()
+    if not isinstance(actions, torch.Tensor):
+        array = np.asarray(actions)
+        if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
+            raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {array.dtype}")
+        if array.dtype == np.uint64 and (array >= NUM_ACTIONS).any():  # int64 would wrap the largest
+            given = array
+            array = np.minimum(array, NUM_ACTIONS)  # out of range all the same
+        actions = torch.as_tensor(array.astype(np.int64) if array.dtype != np.bool_ else array)
+    if actions.shape != (n,):
+        raise ValueError(f"actions must have shape ({n},) (one per game), got {tuple(actions.shape)}")
+    if actions.dtype == torch.bool or actions.dtype.is_floating_point or actions.dtype.is_complex:
+        raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {actions.dtype}")
+    return actions.to(device=device, dtype=torch.int64), given
+
+
+__all__ = ["BIG_SEED", "DEVICE_TYPES", "check_device", "checked_actions", "checked_dealers", "checked_decks",
+           "generator_seed"]

@@ -89,7 +89,7 @@ from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, P
 from ..rules.cards import CARD_VALUES, NUM_CARDS
 from ..rules.config import RulesConfig, check_seed, is_int, make_config
 from ..rules.round import STOCK_LEFT_AT_WALL, Phase
-from .arguments import check_device, generator_seed
+from .arguments import check_device, checked_actions, checked_dealers, checked_decks, generator_seed
 from .encode import encode_observations
 from .round_end import end_rounds
 from .solver import NO_CHOICE, MeldTables, deadwood_after_each
@@ -206,8 +206,8 @@ class TensorEnv:
         if unknown:
             raise ValueError(f"unknown reset option(s) {unknown}; known: {', '.join(RESET_OPTIONS)}")
         n, p = self.num_envs, self.num_players
-        decks = self._checked_decks(options.get("deck"))
-        dealers = self._checked_dealers(options.get("dealer"))
+        decks = checked_decks(options.get("deck"), n, self.device)
+        dealers = checked_dealers(options.get("dealer"), n, p, self.device)
         if seed is not None or generator is None:
             generator = torch.Generator(device=self.device)
             if seed is None:
@@ -220,40 +220,6 @@ class TensorEnv:
         self.deal(state, self.table_rows, decks)
         state.observation, state.legal_action_mask = self._observe_acting(state)
         return state
-
-    def _checked_decks(self, decks: Any) -> torch.Tensor | None:
-        if decks is None:
-            return None
-        n = self.num_envs
-        try:
-            tensor = torch.as_tensor(np.asarray(decks) if not isinstance(decks, torch.Tensor) else decks)
-        except (TypeError, ValueError, RuntimeError):
-            tensor = None
-        if (tensor is None or tensor.shape != (n, NUM_CARDS) or tensor.dtype.is_floating_point or tensor.dtype.is_complex
-                or tensor.dtype == torch.bool):
-            raise ValueError(f"options['deck'] must be an integer tensor or array of shape ({n}, {NUM_CARDS}) "
-                             f"(one deck of card ids per game, top first), got {decks!r:.80}")
-        tensor = tensor.to(device=self.device, dtype=torch.int64)
-        ok = (tensor.sort(1).values == torch.arange(NUM_CARDS, device=self.device)).all(1)
-        if not bool(ok.all()):
-            bad = int((~ok).nonzero()[0, 0])
-            raise ValueError(f"options['deck'][{bad}] is not a permutation of the 52 card ids 0..51")
-        return tensor
-
-    def _checked_dealers(self, dealers: Any) -> torch.Tensor | None:
-        if dealers is None:
-            return None
-        n, p = self.num_envs, self.num_players
-        if is_int(dealers):
-            dealers = [int(dealers)] * n
-        try:
-            tensor = torch.as_tensor(np.asarray(dealers) if not isinstance(dealers, torch.Tensor) else dealers)
-        except (TypeError, ValueError, RuntimeError):
-            tensor = None
-        if (tensor is None or tensor.shape != (n,) or tensor.dtype.is_floating_point or tensor.dtype == torch.bool
-                or bool(((tensor < 0) | (tensor >= p)).any())):
-            raise ValueError(f"options['dealer'] must be one seat in 0..{p - 1} or ({n},) seats, got {dealers!r:.80}")
-        return tensor.to(device=self.device, dtype=torch.int64)
 
     def deal(self, state: TensorState, rows: torch.Tensor, decks: torch.Tensor | None = None) -> None:
         """Deal a round in the games ``rows`` of ``state`` (their ``dealer`` already set; ``decks``
@@ -350,7 +316,7 @@ class TensorEnv:
         return self._step(self._live_state(), actions, active, observe)
 
     def _step(self, state: TensorState, actions: Any, active: Any, observe: bool) -> TensorStep:
-        acts, given = self._checked_actions(actions)
+        acts, given = checked_actions(actions, self.num_envs, self.device)
         if active is not None:
             if not isinstance(active, torch.Tensor) or active.dtype != torch.bool or active.shape != (self.num_envs,):
                 raise ValueError(f"active must be a bool tensor of shape ({self.num_envs},), got {active!r:.80}")
@@ -365,27 +331,6 @@ class TensorEnv:
             return self._apply(state, acts, active, torch.zeros_like(legal), observe)
         play = legal if active is None else legal & active
         return self._apply(state, acts, play, ~legal, observe)
-
-    def _checked_actions(self, actions: Any) -> tuple[torch.Tensor, np.ndarray | None]:
-        """The actions as an int64 tensor on the device, and the actions as given where int64
-        cannot hold them (huge uint64 ids, for the error message to name), else None."""
-        n = self.num_envs
-        given = None
-        if isinstance(actions, torch.Tensor) and actions.dtype == torch.uint64:
-            actions = actions.cpu().numpy()
-        if not isinstance(actions, torch.Tensor):
-            array = np.asarray(actions)
-            if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
-                raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {array.dtype}")
-            if array.dtype == np.uint64 and (array >= NUM_ACTIONS).any():  # int64 would wrap the largest
-                given = array
-                array = np.minimum(array, NUM_ACTIONS)  # out of range all the same
-            actions = torch.as_tensor(array.astype(np.int64) if array.dtype != np.bool_ else array)
-        if actions.shape != (n,):
-            raise ValueError(f"actions must have shape ({n},) (one per game), got {tuple(actions.shape)}")
-        if actions.dtype == torch.bool or actions.dtype.is_floating_point or actions.dtype.is_complex:
-            raise ValueError(f"actions must be integers (action ids 0..{NUM_ACTIONS - 1}), got dtype {actions.dtype}")
-        return actions.to(device=self.device, dtype=torch.int64), given
 
     def _raise_illegal(self, state: TensorState, acts: torch.Tensor | np.ndarray, legal: torch.Tensor) -> None:
         """A ValueError naming the first illegal action (``acts`` as the caller gave them) and the legal ones."""

@@ -16,7 +16,7 @@ from ..rules.match import match_bonus
 from ..rules.showdown import knock_outcome
 from .encode import encode_observations
 from .showdown import knock_points
-from .state import TensorState
+from .state import TensorState, card_masks
 
 
 def end_rounds(env, state: TensorState, ended: torch.Tensor, knock: torch.Tensor, rewards: torch.Tensor, final: torch.Tensor):
@@ -110,7 +110,7 @@ def showdowns(env, state: TensorState, knocked: torch.Tensor) -> tuple[torch.Ten
 
 def host_showdowns(env, state: TensorState, knocked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``showdowns`` by the rules core's ``knock_outcome``, one knock at a time on the host."""
-    masks = state.hand_masks()[knocked].tolist()  # (K, P) 52-bit masks
+    masks = card_masks(state.hands[knocked]).tolist()  # (K, P) 52-bit masks, of the knocked games only
     knockers = state.current[knocked].tolist()
     limits = state.knock_limit[knocked].tolist()
     upcards = state.upcard[knocked].tolist()

@@ -29,6 +29,7 @@ import torch
 
 from ..rules.cards import CARD_VALUES, NUM_CARDS, NUM_RANKS, NUM_SUITS, SUITS
 from .solver import DeviceTables, MeldTables, deadwood
+from .state import card_masks
 
 #: Knocks whose hand holds more melds than this go to the host (the layouts grow as its cube).
 MAX_CANDIDATES = 16
@@ -198,8 +199,7 @@ def knock_points(config, hands: torch.Tensor, knocker: torch.Tensor, limit: torc
     defender = 1 - knocker
     khand = hands[rows, knocker]
     dhand = hands[rows, defender]
-    kmask = (khand.long() * tables.bits).sum(1)
-    dmask = (dhand.long() * tables.bits).sum(1)
+    kmask, dmask = card_masks(khand), card_masks(dhand)
     least = deadwood(khand, meld_tables)
     defender_least = deadwood(dhand, meld_tables)
     gin = least == 0

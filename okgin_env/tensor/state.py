@@ -100,8 +100,13 @@ class TensorState:
     def hand_masks(self) -> torch.Tensor:
         """(N, P) int64: every seat's hand as a 52-bit card mask (hidden information: for tools,
         scripted opponents and tests, not agents)."""
-        bits = 1 << torch.arange(NUM_CARDS, dtype=torch.int64, device=self.device)
-        return (self.hands.long() * bits).sum(-1)
+        return card_masks(self.hands)
 
 
-__all__ = ["TensorState"]
+def card_masks(cards: torch.Tensor) -> torch.Tensor:
+    """``(..., 52)`` bool card planes as ``(...)`` int64 52-bit masks (card id ``c`` is bit ``c``)."""
+    bits = 1 << torch.arange(NUM_CARDS, dtype=torch.int64, device=cards.device)
+    return (cards.long() * bits).sum(-1)
+
+
+__all__ = ["TensorState", "card_masks"]
