@@ -74,37 +74,49 @@ def expected(meta: dict) -> str:
     return text + (", or None" if meta.get("optional") else "")
 
 
-def in_range(value: Any, meta: dict) -> bool:
-    """``value`` is of the setting's type (an int for an int, not a bool; a finite number for a
-    float; numpy scalars count) and within its bounds and choices; None only if optional."""
-    kind = meta["kind"]
-    if value is None:
-        return bool(meta.get("optional"))
+def of_kind(value: Any, kind: type, numpy_scalars: bool = True) -> bool:
+    """``value`` is of a setting's type: an int (not a bool) for an int, a finite number for a float.
+    Any int counts, numpy's too. ``numpy_scalars=False`` refuses numpy bools and floats (and numpy
+    ints for a float), for a caller that keeps the value as given: a manifest would write a numpy
+    bool as text."""
     if kind is bool:
-        return isinstance(value, (bool, np.bool_))
+        return isinstance(value, (bool, np.bool_) if numpy_scalars else bool)
     if isinstance(value, (bool, np.bool_)):
         return False
     if kind is int:
-        ok = isinstance(value, (int, np.integer))
-    elif kind is float:  # an int too large for a float is out of range, not an OverflowError
-        ok = isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
-    elif kind is str:  # (``nonempty``: a file path, which "" is not)
+        return isinstance(value, (int, np.integer))
+    if kind is float:
+        if not numpy_scalars:
+            return isinstance(value, (int, float)) and math.isfinite(value)
+        # (an int too large for a float is out of range, not an OverflowError)
+        return isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and math.isfinite(value))
+    return isinstance(value, kind)
+
+
+def in_range(value: Any, meta: dict, numpy_scalars: bool = True) -> bool:
+    """``value`` is of the setting's type (``of_kind``) and within its bounds and choices; None
+    only if optional."""
+    kind = meta["kind"]
+    if value is None:
+        return bool(meta.get("optional"))
+    if not of_kind(value, kind, numpy_scalars):
+        return False
+    if kind is str:  # (``nonempty``: a file path, which "" is not)
         if meta.get("choices"):
             return value in meta["choices"]
-        return isinstance(value, str) and (value != "" or not meta.get("nonempty"))
-    else:
-        return isinstance(value, kind)
+        return value != "" or not meta.get("nonempty")
+    if kind not in (int, float):
+        return True
     if meta.get("choices") and value not in meta["choices"]:
         return False
     low, above, high = meta.get("low"), meta.get("above"), meta.get("high")
-    return bool(ok and (low is None or value >= low) and (above is None or value > above)
-                and (high is None or value <= high))
+    return bool((low is None or value >= low) and (above is None or value > above) and (high is None or value <= high))
 
 
-def checked(name: str, value: Any, meta: dict) -> Any:
+def checked(name: str, value: Any, meta: dict, numpy_scalars: bool = True) -> Any:
     """``value`` as the setting's type (numpy scalars to Python ones), or a ``ValueError`` naming
-    the setting and what it takes."""
-    if not in_range(value, meta):
+    the setting and what it takes (``numpy_scalars``: as ``of_kind``'s)."""
+    if not in_range(value, meta, numpy_scalars):
         raise ValueError(f"{name}={shown(value)} is not allowed; expected {expected(meta)}")
     return meta["kind"](value) if value is not None else None
 
@@ -114,4 +126,4 @@ def field_of(cls: type, name: str) -> dataclasses.Field:
     return {item.name: item for item in dataclasses.fields(cls)}[name]
 
 
-__all__ = ["checked", "expected", "field_of", "in_range", "range_text", "setting"]
+__all__ = ["checked", "expected", "field_of", "in_range", "of_kind", "range_text", "setting"]

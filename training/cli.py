@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import math
 import os
 import random
 import shlex
@@ -28,8 +27,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from okgin_env.rules.config import is_int
-from okgin_env.settings import in_range, range_text
+from okgin_env.settings import in_range, of_kind, range_text
 from okgin_env.settings import setting as declared
 from okgin_env.signals import sigterm_raises
 
@@ -56,18 +54,6 @@ def flag_of(name: str) -> str:
 _KIND_WORDS = {bool: "True or False", int: "an integer", float: "a finite number", str: "text"}
 
 
-def _of_kind(value: Any, kind: type) -> bool:
-    """A settings value of its field's type as the manifest stores it: Python's own bool and float
-    (a numpy bool or float32 would be written as text and refuse a later resume), any int."""
-    if kind is bool:
-        return isinstance(value, bool)
-    if kind is int:
-        return is_int(value)
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return isinstance(value, kind)
-
-
 def check_settings(settings: Any, prefix: str = "") -> None:
     """A ``ValueError`` naming the first field out of its declared range (types included: an int
     field takes an int, not a bool; a float field a finite number); nested settings are checked too.
@@ -78,7 +64,7 @@ def check_settings(settings: Any, prefix: str = "") -> None:
         if item.default is dataclasses.MISSING:  # nested settings (set from Python)
             check_settings(value, prefix=f"{prefix}{item.name}.")
             continue
-        if not _of_kind(value, meta["kind"]):
+        if not of_kind(value, meta["kind"], numpy_scalars=False):  # (kept as given: a manifest writes it)
             raise ValueError(f"{name} must be {_KIND_WORDS.get(meta['kind'], meta['kind'].__name__)}, got {value!r}")
         if meta["choices"] and value not in meta["choices"]:
             raise ValueError(f"{name} {value!r}; allowed: {range_text(meta).removeprefix('one of ')}")

@@ -64,6 +64,8 @@ from tqdm import tqdm
 
 from okgin_env.rules.config import is_int
 
+from .cli import setting
+
 Job = TypeVar("Job")
 Result = TypeVar("Result")
 
@@ -77,8 +79,6 @@ RAY_ADDRESS_VARIABLE = "OKGIN_RAY_ADDRESS"
 
 def ray_address_setting() -> Any:
     """The ``ray_address`` field of every stage that labels (``training.improve``, ``distil``, ``pipeline``)."""
-    from .cli import setting
-
     return setting("", "label on a Ray cluster at this address (HOST:PORT, auto, or local for a private instance "
                    "with --workers CPUs; see training.workers); empty: local processes. Same jobs, same labels",
                    runtime=True, env=RAY_ADDRESS_VARIABLE)

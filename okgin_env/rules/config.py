@@ -123,6 +123,11 @@ def make_config(rules: str | RulesConfig = "classic", **options: Any) -> RulesCo
     return RulesConfig(**values)
 
 
+def players_allowed(rules: str) -> tuple[int, ...]:
+    """The seat counts a preset allows."""
+    return (2,) if rules in TWO_PLAYER_PRESETS else (2, 3, 4)
+
+
 def option_table_rows() -> list[tuple[str, ...]]:
     """docs/rules.md §10's table from the declarations, one row per option: the option, its value
     in each preset (``classic``, ``standard``, ``penalty``) and what it allows (the page adds what
@@ -138,7 +143,8 @@ def option_table_rows() -> list[tuple[str, ...]]:
         if item.name == "rules":
             return ", ".join(f'`"{preset}"`' for preset in PRESETS)
         if item.name == "num_players":
-            return "classic and standard: 2; penalty: 2, 3, 4"
+            return "; ".join(f"{' and '.join(group)}: {', '.join(map(str, players_allowed(group[0])))}"
+                             for group in (TWO_PLAYER_PRESETS, ("penalty",)))
         if meta["kind"] is bool:
             return "`True`/`False`"
         text = f"int {meta['low']:,}–{meta['high']:,}"
@@ -153,7 +159,7 @@ def _validate(values: dict[str, Any]) -> None:
     if rules not in PRESETS:
         raise ValueError(f"unknown rules preset {rules!r}; allowed: {', '.join(PRESETS)}")
     num_players = values.get("num_players", 2)
-    allowed_players = (2,) if rules in TWO_PLAYER_PRESETS else (2, 3, 4)
+    allowed_players = players_allowed(rules)
     if not is_int(num_players) or num_players not in allowed_players:
         raise ValueError(
             f"num_players={num_players!r} is not allowed with rules={rules!r}; allowed: {list(allowed_players)}"
@@ -164,10 +170,7 @@ def _validate(values: dict[str, Any]) -> None:
                          f"or an int in 0..{MAX_KNOCK_LIMIT} (a fixed limit; standard gin: 10)")
     for item in fields(RulesConfig):  # every other option by its declared type and range
         if item.name in values and item.name not in ("rules", "num_players", "knock_limit"):
-            value = values[item.name]
-            if item.metadata["kind"] is bool and not isinstance(value, bool):  # (a numpy bool is not stored)
-                raise ValueError(f"{item.name}={value!r} is not allowed; expected True or False")
-            checked(item.name, value, item.metadata)
+            checked(item.name, values[item.name], item.metadata, numpy_scalars=False)  # (kept as given)
     if rules == "penalty":
         for name, off in MATCH_BONUS_DEFAULTS.items():
             if values.get(name, off) != off:
