@@ -256,7 +256,7 @@ def test_a_bad_stage_setting_is_found_before_the_first_stage(tmp_path, monkeypat
     assert "stage improve1:" in capsys.readouterr().err and not (tmp_path / "p").exists()
 
 
-@pytest.mark.parametrize("module", ["train", "improve", "distil", "pipeline", "exploit"])
+@pytest.mark.parametrize("module", ["train", "improve", "pipeline", "exploit"])
 def test_help_names_the_program_and_is_plain_text(module):
     done = subprocess.run([sys.executable, "-m", f"training.{module}", "--help"], capture_output=True, text=True,
                           timeout=120, cwd=Path(__file__).resolve().parent.parent)

@@ -30,6 +30,20 @@ same future instead:
 3. **Evaluation.** The starting and the fitted policy play the same mirrored full matches against
    ``simple`` through the evaluation library; both results go to ``summary.json``.
 
+**Distilling a teacher** (``--teacher SPEC``: expert iteration's first half, Anthony et al.,
+2017). The labels are then a teacher's moves instead of rollouts: a player spec, for example the
+search bot, which plays better than the trained policies but takes 50-250 ms a decision where a
+network takes a millisecond. The policy plays the same matches; at each of its decisions with a
+choice the teacher is shown the same observation and says what it would play
+(``training.labelling.label_with_teacher``). The states come from the student's own play (as in
+DAgger), so the teacher corrects the mistakes the student actually makes, and it sees only the
+observation, like the student. ``q`` is a one-hot row on the teacher's action, and the fit is a
+cross-entropy towards it (the ``imitate`` objective); on held-out decisions it reports how often
+the policy agrees with the teacher (``validation_best_action_agreement``). The teacher must be
+reproducible for its seed (a ``rollouts`` budget, not a ``time_limit``) so that ``--resume`` can
+trust the chunks it finds, and the held-out bots are refused. ``--objective``,
+``--rollout-player`` and ``--extra-labels`` are for rollout labels and stay at their defaults.
+
 Labelling runs in worker processes (``--workers``) or on a Ray cluster (the environment
 variable ``OKGIN_RAY_ADDRESS``, see ``training.workers``), one job per ``FitSettings.chunk``
 decisions, each written to ``labels_NNNN.npz`` as it finishes; ``--resume`` keeps the chunks an interrupted run of the same
@@ -57,7 +71,7 @@ from tqdm import tqdm
 from okgin_env.rules.config import make_config
 
 from .cli import Command, check_settings, make_run_dir, seed_everything, setting
-from .labelling import check_rollout_player, label_decisions
+from .labelling import check_rollout_player, label_decisions, label_with_teacher
 from .manifest import check_manifest, write_manifest
 from .policy import build_model, load_checkpoint, save_checkpoint
 from .workers import ray_address_setting, require_ray, run_jobs
@@ -95,6 +109,9 @@ class ImproveConfig:
                                   "policy being improved, or a bot spec (simple, lookahead; not a held-out bot, "
                                   "no time_limit): each label then values the action followed by that bot's play")
     extra_labels: str = setting("", "comma-separated run folders whose labels are added to the fit (after this run's)")
+    teacher: str = setting("", "distil a teacher instead of rollouts: label each decision with this player's move "
+                           "and fit towards it; a player spec (search, search:rollouts=160, a policy file), "
+                           "reproducible (no time_limit), not a held-out bot; empty: rollout labels")
     eval_matches: int = setting(1000, "matches against simple for each of start and fitted (0: none)", low=0)
     workers: int = setting(2, "labelling and evaluation processes", low=1, high=256, runtime=True)
     ray_address: str = ray_address_setting()
@@ -213,7 +230,7 @@ def centred(values: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
 
 def fit_loss(model, batch: dict[str, torch.Tensor], q_scale: float, objective: str = "regress") -> torch.Tensor:
     """The fit's loss on ``batch``: ``regress`` (scores onto labels), ``policy`` (expected label
-    under the softmax) or ``imitate`` (a teacher's one-hot labels, ``training.distil``)."""
+    under the softmax) or ``imitate`` (a teacher's one-hot labels, ``--teacher``)."""
     logits, _ = model(batch["obs"], batch["ctx"], batch["feat"], batch["ids"], batch["legal"])
     legal = batch["legal"]
     if objective == "imitate":
@@ -272,10 +289,17 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
     fit = config.fit
     if config.ray_address:
         require_ray(config.ray_address)  # before anything is written
+    if config.teacher and (config.objective, config.rollout_player, config.extra_labels) != ("regress", "policy", ""):
+        raise ValueError("--teacher labels each decision with the teacher's move and fits towards it; --objective, "
+                         "--rollout-player and --extra-labels are for rollout labels: leave them at their defaults")
     start = load_checkpoint(config.init_from)
     meta = start["metadata"]
     rules = meta["rules"]
     table = make_config(rules, num_players=meta["num_players"])
+    if config.teacher:
+        from .league import check_training_player
+
+        check_training_player(config.teacher, "--teacher", table)
     check_rollout_player(config.rollout_player, table)
     extra_chunks = []
     for extra in filter(None, config.extra_labels.split(",")):
@@ -301,13 +325,24 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
     if config.rollout_player != "policy":
         manifest["rollout_player"] = config.rollout_player
         job_options = ({"rollout": config.rollout_player},)
-    chunks, _ = label_chunks(run_dir, manifest, config.init_from, label_decisions,
-                             lambda checkpoint, k, size: (checkpoint, rules, config.seed * 100_000 + k, size, *job_options),
-                             resume=resume, workers=config.workers, ray_address=config.ray_address,
-                             progress=progress_bar, desc=f"labelling ({fit.chunk} decisions a job)")
-    return fit_and_evaluate(config.init_from, start, [*chunks, *extra_chunks], run_dir, objective=config.objective,
-                            seed=config.seed, fit=fit, eval_matches=config.eval_matches, workers=config.workers,
-                            progress_bar=progress_bar, record={"improve_args": dataclasses.asdict(config)})
+    if config.teacher:
+        manifest["teacher"] = config.teacher
+    label, kind = (label_with_teacher, "teacher labels") if config.teacher else (label_decisions, "labelling")
+    teacher = (config.teacher,) if config.teacher else ()  # (then job_options is empty: rollouts are the policy's)
+    chunks, labelling_seconds = label_chunks(
+        run_dir, manifest, config.init_from, label,
+        lambda checkpoint, k, size: (checkpoint, rules, *teacher, config.seed * 100_000 + k, size, *job_options),
+        resume=resume, workers=config.workers, ray_address=config.ray_address, progress=progress_bar,
+        desc=f"{kind} ({fit.chunk} decisions a job)")
+    summary = fit_and_evaluate(config.init_from, start, [*chunks, *extra_chunks], run_dir,
+                               objective="imitate" if config.teacher else config.objective, seed=config.seed, fit=fit,
+                               eval_matches=config.eval_matches, workers=config.workers, progress_bar=progress_bar,
+                               record={"improve_args": dataclasses.asdict(config)})
+    if config.teacher:
+        summary["teacher"] = config.teacher
+        summary["labelling_seconds"] = round(labelling_seconds, 1)
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary
 
 
 def fit_and_evaluate(init_from: str, start: dict[str, Any], chunks: list[Path], run_dir: Path, *, objective: str,

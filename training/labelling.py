@@ -1,5 +1,6 @@
 """Decision labelling for ``training.improve``: every legal action of a decision valued by a
-rollout on the true state, many rollouts at once.
+rollout on the true state, many rollouts at once (``label_decisions``), or the decision labelled
+with a teacher's choice (``label_with_teacher``, ``improve --teacher``).
 
 A job (``LabelJob``: a checkpoint, the rules, a seed, a count and the rollout player) plays
 matches with the policy (greedy) in one seat, alternating from match to match, and ``simple`` in
@@ -275,6 +276,39 @@ def record_inputs(records: dict[str, list], observation: dict[str, np.ndarray], 
     for key, value in (("obs", observation["observation"]), ("ctx", context), ("feat", features),
                        ("ids", ids), ("legal", legal_flags)):
         records[key].append(value)
+
+
+def label_with_teacher(job: tuple[str, str, str, int, int]) -> dict[str, np.ndarray]:
+    """One worker of ``training.improve --teacher``: the student plays matches against ``simple``
+    (``play_learner_matches``); the teacher labels ``count`` of its decisions.
+
+    ``job`` = (checkpoint, rules, teacher spec, seed, count). The teacher and ``simple`` are
+    seeded from ``seed``, and match ``k`` is dealt from ``[seed, k]``: the same job gives the same
+    arrays. ``q`` is 1 for the teacher's action (in the row order of ``encode_decision``), else 0.
+    """
+    from okgin_env.players import make_player
+
+    checkpoint, rules, teacher_spec, seed, count = job
+    torch.set_num_threads(1)
+    path = checkpoint_file(checkpoint)
+    config = labelling_config(path, rules)
+    student = load_policy(path, rules=config)
+    teacher = make_player(teacher_spec, seed=seed, rules=config)
+    opponent = SimpleBot(seed=random.Random(seed).getrandbits(32))
+    records: dict[str, list] = {k: [] for k in LABEL_KEYS}
+
+    def label(match, learner: int, observation: dict[str, np.ndarray], encoded: tuple) -> None:
+        actions = encoded[-1]
+        choice = int(teacher.act(observation))
+        if choice not in actions:
+            raise RuntimeError(f"teacher {teacher_spec!r} played {choice}, not a legal action {actions}")
+        q = np.zeros(MAX_LEGAL_ACTIONS, dtype=np.float32)
+        q[actions.index(choice)] = 1.0
+        record_inputs(records, observation, encoded)
+        records["q"].append(q)
+
+    play_learner_matches(config, student, opponent, seed, count, label)
+    return {k: np.stack(v) for k, v in records.items()}
 
 
 @contextmanager

@@ -78,7 +78,7 @@ RAY_ADDRESS_VARIABLE = "OKGIN_RAY_ADDRESS"
 
 
 def ray_address_setting() -> Any:
-    """The ``ray_address`` field of every stage that labels (``training.improve``, ``distil``, ``pipeline``)."""
+    """The ``ray_address`` field of every stage that labels (``training.improve``, ``pipeline``)."""
     return setting("", "label on a Ray cluster at this address (HOST:PORT, auto, or local for a private instance "
                    "with --workers CPUs; see training.workers); empty: local processes. Same jobs, same labels",
                    runtime=True, env=RAY_ADDRESS_VARIABLE)
