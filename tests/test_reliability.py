@@ -725,3 +725,22 @@ def test_a_copied_run_folder_resumes_with_its_paths_relative_to_it(tmp_path, mon
     check_manifest(tmp_path / "new" / "improve2", config(tmp_path / "old"))  # the same files
     with pytest.raises(ValueError, match="extra_labels"):
         check_manifest(tmp_path / "new" / "improve2", config(tmp_path / "other"))
+
+
+def test_a_run_recorded_before_a_setting_existed_resumes_with_it_at_its_default(tmp_path):
+    """A setting added later (``ImproveConfig.teacher``, 2026-12-06; a nested FitSettings field)
+    is missing from an older run's manifest: it counts as recorded at its default, so the run
+    resumes with the default and is refused with another value, naming the setting."""
+    pytest.importorskip("torch")
+    from training.improve import FitSettings, ImproveConfig
+    from training.manifest import MANIFEST, check_manifest, write_manifest
+
+    write_manifest(tmp_path, ImproveConfig(init_from="sha256:0"))
+    record = json.loads((tmp_path / MANIFEST).read_text())
+    del record["config"]["teacher"], record["config"]["fit"]["epochs"]
+    (tmp_path / MANIFEST).write_text(json.dumps(record))
+    check_manifest(tmp_path, ImproveConfig(init_from="sha256:0"))
+    with pytest.raises(ValueError, match=r"teacher: '' -> 'simple'"):
+        check_manifest(tmp_path, ImproveConfig(init_from="sha256:0", teacher="simple"))
+    with pytest.raises(ValueError, match=r"fit.epochs: 4 -> 5"):
+        check_manifest(tmp_path, ImproveConfig(init_from="sha256:0", fit=FitSettings(epochs=5)))

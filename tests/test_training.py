@@ -588,6 +588,7 @@ def test_improve_with_a_teacher_labels_its_choice_reproducibly_and_fits_towards_
     # Fitting towards the teacher raises the agreement with it on the decisions it was fitted on.
     assert summary["validation_decisions"] == 3
     payload = torch.load(run_dir / "fitted.pt", weights_only=True)
+    assert payload["metadata"]["fit_objective"] == "imitate" and payload["metadata"]["improve_args"]["teacher"]
     labels = [np.load(path) for path in sorted(run_dir.glob("labels_*.npz"))]
     data = {k: torch.from_numpy(np.concatenate([part[k] for part in labels])) for k in labels[0].files}
     start = load_checkpoint(trained_run / "last.pt")

@@ -334,10 +334,11 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
         lambda checkpoint, k, size: (checkpoint, rules, *teacher, config.seed * 100_000 + k, size, *job_options),
         resume=resume, workers=config.workers, ray_address=config.ray_address, progress=progress_bar,
         desc=f"{kind} ({fit.chunk} decisions a job)")
-    summary = fit_and_evaluate(config.init_from, start, [*chunks, *extra_chunks], run_dir,
-                               objective="imitate" if config.teacher else config.objective, seed=config.seed, fit=fit,
-                               eval_matches=config.eval_matches, workers=config.workers, progress_bar=progress_bar,
-                               record={"improve_args": dataclasses.asdict(config)})
+    objective = "imitate" if config.teacher else config.objective
+    summary = fit_and_evaluate(config.init_from, start, [*chunks, *extra_chunks], run_dir, objective=objective,
+                               seed=config.seed, fit=fit, eval_matches=config.eval_matches, workers=config.workers,
+                               progress_bar=progress_bar,
+                               record={"improve_args": dataclasses.asdict(config), "fit_objective": objective})
     if config.teacher:
         summary["teacher"] = config.teacher
         summary["labelling_seconds"] = round(labelling_seconds, 1)

@@ -6,7 +6,9 @@ and where the run folder was); ``check_manifest(run_dir, config)`` raises a ``Va
 the settings that differ from the recorded ones (or a damaged manifest file). Budgets (fields
 declared with ``setting(..., budget=True)``, such as a run's total decisions) may grow on a resume.
 A run folder may be copied or moved: a path setting is the same if it names the same file, or the
-same place relative to the run folder (``same_setting``).
+same place relative to the run folder (``same_setting``). A setting added after a run started is
+missing from its record; it counts as recorded at its default (``with_defaults``), which is how
+a new setting keeps the old behaviour, so the run still resumes with it left at its default.
 """
 
 from __future__ import annotations
@@ -24,6 +26,25 @@ MANIFEST = "config.json"
 def config_dict(config: Any) -> dict[str, Any]:
     """A settings dataclass as plain JSON values (nested settings as dicts)."""
     return json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
+
+
+def with_defaults(recorded: Any, config: Any) -> Any:
+    """``recorded`` (a ``config_dict`` of ``config``'s class) with the settings it lacks at their
+    defaults, nested settings included: a record written before those settings existed."""
+    if not isinstance(recorded, dict) or not dataclasses.is_dataclass(config):
+        return recorded
+    filled = dict(recorded)
+    for item in dataclasses.fields(config):
+        value = getattr(config, item.name)
+        if item.name not in filled:
+            if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+                continue  # (no default: nothing to stand in for it)
+            default = item.default_factory() if item.default is dataclasses.MISSING else item.default  # type: ignore[misc]
+            filled[item.name] = config_dict(default) if dataclasses.is_dataclass(default) else json.loads(
+                json.dumps(default, default=str))
+        elif dataclasses.is_dataclass(value):
+            filled[item.name] = with_defaults(filled[item.name], value)
+    return filled
 
 
 def runtime_fields(config: Any) -> set[str]:
@@ -123,7 +144,7 @@ def check_same_settings(recorded: dict[str, Any], config: Any, what: str, old_pl
     """A ``ValueError`` naming each setting of ``config`` that differs from ``recorded`` (a
     ``config_dict``), budgets and runtime fields left out; with the places of the recorded and the
     new run folder, paths are compared as ``same_setting`` does."""
-    old, new = _flat(recorded), _flat(config_dict(config))
+    old, new = _flat(with_defaults(recorded, config)), _flat(config_dict(config))
     free = budget_fields(config)
     differing = [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(set(old) | set(new))
                  if key not in free and not same_setting(old.get(key), new.get(key), old_place, new_place)]
@@ -133,4 +154,4 @@ def check_same_settings(recorded: dict[str, Any], config: Any, what: str, old_pl
 
 
 __all__ = ["MANIFEST", "check_manifest", "check_same_settings", "config_dict", "config_hash", "recorded_place",
-           "run_place", "runtime_fields", "same_setting", "write_manifest"]
+           "run_place", "runtime_fields", "same_setting", "with_defaults", "write_manifest"]

@@ -55,7 +55,7 @@ from okgin_env.rules.config import PRESETS, make_config
 
 from .cli import Command, RunOptions, check_settings, make_run_dir, setting
 from .manifest import (check_manifest, config_dict, recorded_place, run_place, runtime_fields, same_setting,
-                       write_manifest)
+                       with_defaults, write_manifest)
 from .workers import ray_address_setting
 
 PROG = "python -m training.pipeline"
@@ -338,8 +338,10 @@ def run(config: PipelineConfig, run_dir: str | Path, *, resume: bool = False, pr
         record = read_record(record_path)
         recorded = record.get("stages_planned") or {}
         # (paths into the run folder compare relative to it: a copied or moved run resumes)
+        # (a setting added since the run started counts as recorded at its default: manifest.with_defaults)
         changed = [name for name in sorted(set(planned) | set(recorded))
-                   if not same_setting(without_runtime(recorded.get(name), stages.get(name)),
+                   if not same_setting(without_runtime(with_defaults(recorded.get(name), stages.get(name)),
+                                                       stages.get(name)),
                                        without_runtime(planned.get(name), stages.get(name)),
                                        recorded_place(record), run_place(root))]
         if changed:
