@@ -33,17 +33,11 @@ def with_defaults(recorded: Any, config: Any) -> Any:
     defaults, nested settings included: a record written before those settings existed."""
     if not isinstance(recorded, dict) or not dataclasses.is_dataclass(config):
         return recorded
-    filled = dict(recorded)
+    filled = {**config_dict(type(config)()), **recorded}  # (every setting has a default)
     for item in dataclasses.fields(config):
         value = getattr(config, item.name)
-        if item.name not in filled:
-            if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-                continue  # (no default: nothing to stand in for it)
-            default = item.default_factory() if item.default is dataclasses.MISSING else item.default  # type: ignore[misc]
-            filled[item.name] = config_dict(default) if dataclasses.is_dataclass(default) else json.loads(
-                json.dumps(default, default=str))
-        elif dataclasses.is_dataclass(value):
-            filled[item.name] = with_defaults(filled[item.name], value)
+        if item.name in recorded and dataclasses.is_dataclass(value):
+            filled[item.name] = with_defaults(recorded[item.name], value)
     return filled
 
 
