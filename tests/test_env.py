@@ -562,6 +562,39 @@ def test_step_after_the_end(kwargs):
     assert env.last()[0]["action_mask"].any()
 
 
+@pytest.mark.parametrize("illegal_action", ["raise", "terminate"])
+def test_env_wrapper_behaves_as_pettingzoos_plain_wrapper(illegal_action):
+    """``env()``'s wrapper hands ``last`` and ``step`` to the env inside in one call (speed); over
+    whole matches, dead steps and errors before reset it gives what PettingZoo's plain
+    ``OrderEnforcingWrapper`` gives around the same env."""
+    from pettingzoo.utils.wrappers import OrderEnforcingWrapper
+
+    ours = okgin_env.env(episode="match", illegal_action=illegal_action)
+    plain = OrderEnforcingWrapper(okgin_env.env(episode="match", illegal_action=illegal_action).env)
+    assert type(ours) is not OrderEnforcingWrapper and isinstance(ours, OrderEnforcingWrapper)
+    assert str(ours) == str(plain)
+    for env in (ours, plain):
+        with pytest.raises(AttributeError, match="before reset"):
+            env.last()
+        with pytest.raises(AttributeError, match="before reset"):
+            env.agent_selection  # noqa: B018
+    for seed in (1, 2):
+        rngs = [random.Random(seed), random.Random(seed)]
+        for env in (ours, plain):
+            env.reset(seed=seed)
+        while ours.agents or plain.agents:
+            views = [env.last() for env in (ours, plain)]
+            (obs, reward, terminated, truncated, info), other = views
+            assert reward == other[1] and terminated == other[2] and truncated == other[3] and info == other[4]
+            assert np.array_equal(obs["observation"], other[0]["observation"])
+            assert np.array_equal(obs["action_mask"], other[0]["action_mask"])
+            assert ours.agent_selection == plain.agent_selection and ours.agents == plain.agents
+            actions = [None if terminated or truncated else eager_action(obs, rng) for rng in rngs]
+            for env, action in zip((ours, plain), actions):
+                env.step(action)
+        assert ours.unwrapped.match.is_over  # a whole match, through every agent's last step
+
+
 # ----------------------------------------------------------------------------- options
 
 
