@@ -318,7 +318,10 @@ def test_evaluations_keep_the_best_checkpoint_and_reach_last_pt_csv_and_tensorbo
     import csv
 
     rows = list(csv.DictReader(open(evaluated_run / "progress.csv")))
-    assert [row["phase"] for row in rows] == ["bc", "ppo", "ppo", "evaluation"]  # the last one came after
+    # The last evaluations came after the last update: update 2's (unless it finished during update
+    # 3) and the final policy's (update 3 was due, but the second process was busy with update 2).
+    assert [row["phase"] for row in rows][:3] == ["bc", "ppo", "ppo"]
+    assert [row["phase"] for row in rows][3:] in (["evaluation"], ["evaluation", "evaluation"])
     assert float(rows[-1]["win_rate_vs_simple"]) == summary["last_evaluation"]["win_rate_vs_simple"]
     for key in ("approx_kl", "clipfrac", "explained_variance", "policy_loss", "value_loss", "entropy"):
         assert all(np.isfinite(float(row[key])) for row in rows[:3]), key
@@ -329,6 +332,22 @@ def test_evaluations_keep_the_best_checkpoint_and_reach_last_pt_csv_and_tensorbo
     for tag in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"):
         assert f"losses/{tag}" in tags, tag
     assert {"charts/win_rate_vs_simple", "charts/decisions_per_second", "charts/learning_rate"} <= tags
+
+
+def test_a_run_ending_between_evaluations_evaluates_its_final_policy(tmp_path: Path):
+    """Update 2 (the first after imitation) is evaluated and update 3 is not due (``--eval-every
+    1000``): the run still evaluates the policy it ends with, so that its summary and ``best.pt``
+    are not those of an older policy. A resume that trains nothing evaluates nothing more."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir = tmp_path / "run"
+    summary = train_main([*TINY, "--total-decisions", "192", "--run-dir", str(run_dir), "--seed", "3"])
+    steps = [event.step for event in EventAccumulator(str(run_dir / "tensorboard")).Reload().Scalars("charts/win_rate_vs_simple")]
+    assert steps == [128, 192]  # decisions when each evaluated policy was saved: the first PPO update's, the final's
+    assert summary["updates"] == 3 and summary["last_evaluation"]["matches_vs_simple"] == 2
+    rows = (run_dir / "progress.csv").read_text().splitlines()
+    again = train_main([*TINY, "--total-decisions", "192", "--run-dir", str(run_dir), "--seed", "3", "--resume"])
+    assert (run_dir / "progress.csv").read_text().splitlines() == rows and again["updates"] == 3
 
 
 def test_plot_redraws_the_learning_curve_and_explains_what_is_missing(evaluated_run: Path, trained_run: Path,

@@ -424,6 +424,8 @@ class RunBook:
         self.start = time.time() - progress.elapsed
         self.bar = tqdm(total=planned, initial=progress.decisions, disable=not progress_bar, unit="dec")
         self.saved = dataclasses.replace(progress) if resumed else None  # what last.pt holds, once this run wrote it
+        self.first_update = progress.update  # where this session started
+        self.submitted_update: int | None = None  # the last update whose policy this session sent to evaluation
 
     def out_of_time(self) -> bool:
         return bool(self.config.minutes and time.time() - self.start >= 60 * self.config.minutes)
@@ -451,6 +453,7 @@ class RunBook:
         if (self.evaluation_due(phase, progress) or (last_update and not files.best.exists())) and not evaluator.busy:
             save_checkpoint(files.candidate(progress.update), model, meta)
             evaluator.submit(files.candidate(progress.update), progress.decisions)
+            self.submitted_update = progress.update
         self.log.write(row)
         self.bar.update(decisions)
         self.bar.set_postfix(phase=phase, pts=f"{train_points:+.2f}",
@@ -466,15 +469,20 @@ class RunBook:
         return since == 1 or progress.update % self.config.eval_every == 0
 
     def last_evaluation(self, model: PolicyValueNet, progress: Progress, stop: StopSignals) -> None:
-        """After the last update: submit the final policy if no update of this session did (one
-        resumed after its last update was stopped before that update's evaluation), then wait for
-        the last candidate's evaluation, unless a signal says stop."""
+        """After the last update: wait for the evaluation in progress, then evaluate the final policy
+        unless it already was, unless a signal says stop. A run whose last update fell between two
+        evaluations so reports (and may keep as ``best.pt``) the policy it ends with; a resume that
+        trained nothing evaluates it only if the run has no ``best.pt`` yet."""
         self.bar.close()
         files, evaluator = self.files, self.evaluator
-        if progress.update and not files.best.exists() and not evaluator.busy and not stop.requested:
-            save_checkpoint(files.candidate(progress.update), model, self._checkpoint_metadata(progress))
-            evaluator.submit(files.candidate(progress.update), progress.decisions)
-        self.log.evaluation(evaluator.collect(wait=True, give_up=lambda: stop.requested), progress)
+        give_up = lambda: stop.requested  # noqa: E731
+        trained = progress.update > self.first_update
+        if progress.update and progress.update != self.submitted_update and (trained or not files.best.exists()):
+            self.log.evaluation(evaluator.collect(wait=True, give_up=give_up), progress)
+            if not stop.requested:
+                save_checkpoint(files.candidate(progress.update), model, self._checkpoint_metadata(progress))
+                evaluator.submit(files.candidate(progress.update), progress.decisions)
+        self.log.evaluation(evaluator.collect(wait=True, give_up=give_up), progress)
 
     def close(self, tables: Any) -> None:
         """The cleanup, whatever stopped the run: the bar, the second process, the candidates, the
