@@ -319,8 +319,8 @@ class BatchEnv:
         """Play ``act_list[j]`` in game ``game_list[j]`` (checked by ``step``, so the engine's
         unchecked transition is used), end rounds and episodes."""
         matches = self._matches
-        for j, g in enumerate(game_list):
-            outcome = matches[g].apply_unchecked(act_list[j])
+        for j, (g, action) in enumerate(zip(game_list, act_list)):
+            outcome = matches[g].apply_unchecked(action)
             if outcome is not None:
                 self._end_round(g, j, outcome, rewards, dones, infos)
 

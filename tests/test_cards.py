@@ -52,6 +52,20 @@ def test_ordered_decks_are_accepted():
     assert check_deck(range(52)) == list(range(52))
 
 
+def test_list_decks_take_the_quick_check_and_are_still_checked():
+    """A list of 52 distinct Python ints skips the per-card check; anything else in a list does not."""
+    deck = list(range(52))
+    checked = check_deck(deck)
+    assert checked == deck and checked is not deck  # a copy, as for every other deck
+    with_bool = [True if c == 1 else c for c in deck]  # True == 1 and hashes alike: a set would not see it
+    with pytest.raises(ValueError, match="bool"):
+        check_deck(with_bool)
+    with pytest.raises(ValueError, match="permutation"):
+        check_deck(deck[:51] + [0])
+    assert check_deck([np.int64(c) for c in deck]) == deck  # numpy ints: the per-card path
+    assert check_deck(["AS", *deck[1:]]) == deck
+
+
 def test_from_mask_lists_the_cards_of_any_mask_ascending():
     """``from_mask`` (four table lookups for a deck's masks) is the ascending list of set bits,
     for the empty hand, the full deck, random masks and bits past the deck."""

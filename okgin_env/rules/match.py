@@ -120,8 +120,9 @@ class MatchState:
 
     def apply_unchecked(self, action: int) -> RoundOutcome | None:
         """``apply`` without the legality checks, for callers that already checked (batched engines)."""
-        self.round.apply_unchecked(action)
-        return self._after_action()
+        round_state = self.round
+        round_state.apply_unchecked(action)
+        return None if round_state.outcome is None else self._after_action()
 
     def _after_action(self) -> RoundOutcome | None:
         if not self.round.is_over:

@@ -31,6 +31,7 @@ class Phase(IntEnum):
 # Module-level aliases for the legality queries: looking up ``Phase.DISCARD`` costs ~80 ns a time.
 _OFFER, _DRAW, _DISCARD = Phase.OFFER, Phase.DRAW, Phase.DISCARD
 #: The actions 0-2 that a bit pattern of ``RoundState.legal_parts()[0]`` stands for.
+_ALL_CARDS = frozenset(range(NUM_CARDS))
 _SMALL_ACTIONS = [tuple(a for a in (DRAW_STOCK, TAKE_DISCARD, PASS) if bits >> a & 1) for bits in range(8)]
 _DRAW_EITHER = 1 << DRAW_STOCK | 1 << TAKE_DISCARD
 _TAKE_OR_PASS = 1 << TAKE_DISCARD | 1 << PASS
@@ -52,6 +53,9 @@ def knock_limit_for(upcard: int, config: RulesConfig) -> int:
 
 def check_deck(deck: Any) -> list[int]:
     """A deck as 52 card ids (texts accepted), top first; ValueError if it is not a permutation."""
+    # The engines' own shuffles (lists of 52 distinct Python ints in 0..51) pass without a call per card.
+    if type(deck) is list and len(deck) == NUM_CARDS and all(type(c) is int for c in deck) and set(deck) == _ALL_CARDS:
+        return deck[:]  # (a copy, as the slow path gives)
     # A deck is dealt in order, so only ordered sequences are decks (a set's or a generator's order means nothing).
     if isinstance(deck, (str, bytes)) or not isinstance(deck, (Sequence, np.ndarray)):
         raise ValueError(
@@ -183,9 +187,10 @@ class RoundState:
         """``apply`` without the legality check, for callers that already checked (batched engines)."""
         self.history.append((self.current, action))
         self._legal = None
-        if self.phase is Phase.DISCARD:
+        phase = self.phase
+        if phase is _DISCARD:
             self._apply_discard(action)
-        elif self.phase is Phase.DRAW:
+        elif phase is _DRAW:
             self._apply_draw(action)
         else:
             self._apply_offer(action)
