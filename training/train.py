@@ -7,25 +7,11 @@ which seeds everything and runs the loop (the evaluation process, the run's file
 the signal handling are in ``training.run``, self-play snapshots in ``training.league``).
 Run ``python -m training.train --help``.
 
-**Outputs**, all in ``--run-dir`` (default ``runs/ppo``; printed at the start):
-
-- ``last.pt``: the policy, optimizer states and progress after every update; ``--resume``
-  continues from it (same seed and options);
-- ``best.pt``: the checkpoint with the best evaluation against ``simple`` (its result in its
-  metadata), a policy for ``training.load_policy`` and ``okgin-eval``;
-- ``progress.csv``: one row per update (phase, losses, diagnostics, the evaluation that finished
-  during it), and a row of phase ``evaluation`` for one that finished after the last update;
-- ``tensorboard/``: ``losses/`` (policy_loss, value_loss, entropy, approx_kl, clipfrac,
-  explained_variance) and ``charts/`` (training points per round, decisions per
-  second, learning rate, evaluation win rates); ``tensorboard --logdir RUN_DIR/tensorboard``;
-- ``learning_curve.png``: the evaluations' win rates against wall time, written at the end
-  (``python -m training.plot RUN_DIR`` redraws it at any time);
-- ``summary.json``: what the run did (decisions, updates, best and last evaluation, how it ended).
-
-**Stopping.** Ctrl-C (SIGINT) or SIGTERM finishes the current update, saves ``last.pt``,
-stops the evaluation process, removes unevaluated ``candidate_*.pt`` files and writes the plot and
-the summary; a second signal stops at once (``last.pt`` then holds the update before). Either
-way the run continues with ``--resume``.
+**Outputs**, in ``--run-dir`` (default ``runs/ppo``; listed at the start, described in
+docs/training.md): ``last.pt`` (``--resume`` continues from it), ``best.pt`` (the best evaluation
+against ``simple``), ``progress.csv``, ``tensorboard/``, ``learning_curve.png``, ``summary.json``.
+Ctrl-C or SIGTERM finishes the current update, saves ``last.pt`` and writes the summary; a second
+signal stops at once.
 
 **Method** (why): a behaviour-cloning warm start copies a teacher (``--bc-teacher``, by default
 ``simple``; the penalty tables' recipe uses ``lookahead``) in a few updates, so PPO starts from a
