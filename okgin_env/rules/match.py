@@ -120,16 +120,13 @@ class MatchState:
 
     def apply_unchecked(self, action: int) -> RoundOutcome | None:
         """``apply`` without the legality checks, for callers that already checked (batched engines)."""
-        round_state = self.round
-        round_state.apply_unchecked(action)
-        return None if round_state.outcome is None else self._after_action()
+        self.round.apply_unchecked(action)
+        return self._after_action()
 
     def _after_action(self) -> RoundOutcome | None:
-        if not self.round.is_over:
-            return None
-        outcome = self.round.outcome
-        assert outcome is not None
-        self._record(outcome)
+        outcome = self.round.outcome  # set exactly when the round ends (``RoundState._finish``)
+        if outcome is not None:
+            self._record(outcome)
         return outcome
 
     def _record(self, outcome: RoundOutcome) -> None:

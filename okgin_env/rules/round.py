@@ -30,8 +30,8 @@ class Phase(IntEnum):
 
 # Module-level aliases for the legality queries: looking up ``Phase.DISCARD`` costs ~80 ns a time.
 _OFFER, _DRAW, _DISCARD = Phase.OFFER, Phase.DRAW, Phase.DISCARD
+_ALL_CARDS = frozenset(range(NUM_CARDS))  # check_deck's quick test of a list of ints
 #: The actions 0-2 that a bit pattern of ``RoundState.legal_parts()[0]`` stands for.
-_ALL_CARDS = frozenset(range(NUM_CARDS))
 _SMALL_ACTIONS = [tuple(a for a in (DRAW_STOCK, TAKE_DISCARD, PASS) if bits >> a & 1) for bits in range(8)]
 _DRAW_EITHER = 1 << DRAW_STOCK | 1 << TAKE_DISCARD
 _TAKE_OR_PASS = 1 << TAKE_DISCARD | 1 << PASS
