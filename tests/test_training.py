@@ -334,6 +334,27 @@ def test_evaluations_keep_the_best_checkpoint_and_reach_last_pt_csv_and_tensorbo
     assert {"charts/win_rate_vs_simple", "charts/decisions_per_second", "charts/learning_rate"} <= tags
 
 
+def test_the_learning_rate_falls_linearly_over_the_budget_to_its_final_fraction(tmp_path: Path):
+    """One imitation update, then three PPO updates of 64 decisions in a budget of 256: PPO's rate
+    is the base rate times 1 - (1 - fraction) x the share of the budget spent before the update
+    (a quarter, a half, three quarters), logged in progress.csv; a fraction of 1 keeps it constant."""
+    import csv
+
+    from training.train import ppo_learning_rate
+
+    hyper = dataclasses.replace(TINY_HYPER, learning_rate=1e-3, final_learning_rate_fraction=0.2)
+    assert ppo_learning_rate(hyper, 0.0) == 1e-3 and ppo_learning_rate(hyper, 1.0) == pytest.approx(2e-4)
+    assert ppo_learning_rate(Hyperparameters(), 0.7) == Hyperparameters().learning_rate
+    train_main([*TINY, "--total-decisions", "256", "--run-dir", str(tmp_path / "run"), "--seed", "3"], hyper)
+    rows = [row for row in csv.DictReader(open(tmp_path / "run" / "progress.csv")) if row["phase"] != "evaluation"]
+    assert [row["phase"] for row in rows] == ["bc", "ppo", "ppo", "ppo"]
+    assert float(rows[0]["learning_rate"]) == hyper.bc_learning_rate
+    assert [float(row["learning_rate"]) for row in rows[1:]] == pytest.approx([1e-3 * (1 - 0.8 * used)
+                                                                              for used in (0.25, 0.5, 0.75)])
+    with pytest.raises(ValueError, match="hyper.final_learning_rate_fraction must be"):
+        run(TrainConfig(hyper=Hyperparameters(final_learning_rate_fraction=1.5)), tmp_path / "never")
+
+
 def test_a_run_ending_between_evaluations_evaluates_its_final_policy(tmp_path: Path):
     """Update 2 (the first after imitation) is evaluated and update 3 is not due (``--eval-every
     1000``): the run still evaluates the policy it ends with, so that its summary and ``best.pt``

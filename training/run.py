@@ -223,7 +223,7 @@ class RunLog:
     """TensorBoard, ``progress.csv`` and the evaluations (which keep ``best.pt``) of one run."""
 
     CSV_FIELDS = ["update", "decisions", "elapsed_s", "phase", "policy_loss", "value_loss", "entropy",
-                  "approx_kl", "clipfrac", "explained_variance", "train_points_per_round",
+                  "approx_kl", "clipfrac", "explained_variance", "learning_rate", "train_points_per_round",
                   "win_rate_vs_simple", "win_rate_vs_random", "points_per_round_vs_simple",
                   *BEHAVIOUR]
 
@@ -249,7 +249,7 @@ class RunLog:
         self.writer.add_scalar("charts/decisions_per_second", step / max(progress.elapsed, 1e-9), step)
         self.writer.add_scalar("charts/learning_rate", learning_rate, step)
         return {"update": progress.update, "decisions": step, "elapsed_s": round(progress.elapsed, 1), "phase": phase,
-                **stats, "train_points_per_round": train_points}
+                **stats, "learning_rate": learning_rate, "train_points_per_round": train_points}
 
     def evaluation(self, finished: tuple[dict[str, float], Path, int] | None, progress: Progress,
                    row: dict[str, Any] | None = None) -> None:
@@ -429,6 +429,14 @@ class RunBook:
 
     def out_of_time(self) -> bool:
         return bool(self.config.minutes and time.time() - self.start >= 60 * self.config.minutes)
+
+    def budget_used(self, progress: Progress) -> float:
+        """The share of the run's budget spent, 0 to 1: of ``total_decisions`` or of ``--minutes``,
+        whichever is further along (over every resume)."""
+        used = progress.decisions / self.config.total_decisions
+        if self.config.minutes:
+            used = max(used, (time.time() - self.start) / (60 * self.config.minutes))
+        return min(1.0, used)
 
     def training(self, progress: Progress, stop: StopSignals) -> bool:
         """Whether another update runs: budget, ``--minutes`` and signals allow it."""

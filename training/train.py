@@ -72,6 +72,9 @@ class Hyperparameters:
     bc_epochs: int = setting(8, "passes over each rollout while imitating", low=1)
     bc_learning_rate: float = setting(1e-3, "Adam learning rate while imitating", above=0)
     learning_rate: float = setting(3e-4, "Adam learning rate of PPO", above=0)
+    final_learning_rate_fraction: float = setting(1.0, "PPO's learning rate falls linearly, as the run spends its "
+                                                  "budget (decisions or minutes), to this fraction of learning_rate "
+                                                  "(1: constant; CleanRL's anneal: 0)", low=0.0, high=1.0)
     ppo_epochs: int = setting(4, "passes over each rollout", low=1)
     minibatch_size: int = setting(2048, "transitions per gradient step", low=1)
     clip_coef: float = setting(0.2, "PPO ratio clip", above=0)
@@ -303,13 +306,18 @@ def behaviour(rollout: Rollout) -> dict[str, float]:
 INPUTS = ("observations", "contexts", "action_features", "action_ids", "legal")  # the policy's, in order
 
 
+def ppo_learning_rate(hyper: Hyperparameters, budget_used: float) -> float:
+    """The learning rate of a PPO update made when ``budget_used`` (0 to 1) of the run is spent."""
+    return hyper.learning_rate * (1.0 - (1.0 - hyper.final_learning_rate_fraction) * budget_used)
+
+
 def update_networks(model: PolicyValueNet, optimizer: torch.optim.Optimizer, rollout: Rollout,
                     advantages: torch.Tensor, returns: torch.Tensor, phase: str,
-                    hyper: Hyperparameters) -> dict[str, float]:
+                    hyper: Hyperparameters, learning_rate: float | None = None) -> dict[str, float]:
     """Minibatch passes over one rollout; the means of the losses and diagnostics.
 
     ``phase`` ``"bc"``: cross-entropy towards the teacher's actions; ``"ppo"``: the clipped PPO
-    objective with a value loss and an entropy bonus.
+    objective with a value loss and an entropy bonus, at ``learning_rate`` (default: ``hyper``'s).
     """
     imitate = phase == "bc"
     inputs = [rollout.flat(name) for name in INPUTS]
@@ -317,7 +325,8 @@ def update_networks(model: PolicyValueNet, optimizer: torch.optim.Optimizer, rol
     flat_advantages, flat_returns = advantages.reshape(-1), returns.reshape(-1)
     size = flat_advantages.shape[0]
     for group in optimizer.param_groups:
-        group["lr"] = hyper.bc_learning_rate if imitate else hyper.learning_rate
+        group["lr"] = (hyper.bc_learning_rate if imitate else
+                       hyper.learning_rate if learning_rate is None else learning_rate)
     stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac")}
     for _ in range(hyper.bc_epochs if imitate else hyper.ppo_epochs):
         order = torch.randperm(size)
@@ -424,7 +433,8 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 if config.round_reward == "win":  # a round pays the sign of its points: single hands won
                     rollout.rewards.sign_()
                 advantages, returns = compute_advantages(rollout, next_value, hyper.gae_lambda)
-                stats = {**update_networks(model, optimizer, rollout, advantages, returns, phase, hyper),
+                learning_rate = ppo_learning_rate(hyper, book.budget_used(progress))
+                stats = {**update_networks(model, optimizer, rollout, advantages, returns, phase, hyper, learning_rate),
                          **behaviour(rollout)}
                 progress.update += 1
                 progress.decisions += decisions_per_update
