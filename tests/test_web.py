@@ -931,6 +931,21 @@ def test_a_fifo_as_the_record_file_is_refused_at_start(tmp_path):
     with pytest.raises(ValueError, match="not a regular file"):
         GameStore("simple", record_games=str(fifo))
     assert server.main(["--record-games", str(fifo), "--port", "0"]) == 2
+    assert server.main(["--record", str(fifo), "--port", "0"]) == 2  # the name okgin-play and okgin-eval use
+
+
+def test_the_table_commands_write_records_with_the_same_flag():
+    """okgin-eval, okgin-play and okgin-web all write game records with ``--record FILE``
+    (okgin-web's older ``--record-games`` stays an alias); ``--records`` is okgin-web's file to replay."""
+    from okgin_env import eval_cli, play
+
+    parsers = {"okgin-eval": eval_cli.build_parser(), "okgin-play": play.build_parser(), "okgin-web": server.build_parser()}
+    for name, parser in parsers.items():
+        assert "--record" in parser._option_string_actions, name
+    web = server.build_parser()
+    assert web.parse_args(["--record", "a.jsonl"]).record_games == "a.jsonl"
+    assert web.parse_args(["--record-games", "a.jsonl"]).record_games == "a.jsonl"
+    assert web.parse_args(["--records", "b.jsonl"]).records == "b.jsonl"
 
 
 def test_a_record_file_that_takes_no_writes_never_holds_up_a_request(tmp_path, monkeypatch):

@@ -329,7 +329,7 @@ class GameStore:
         self._games: OrderedDict[str, WebGame] = OrderedDict()
         self._lock = threading.Lock()
         self._created = 0
-        # okgin-web --record-games: every match played to its end is appended to this file (a
+        # okgin-web --record: every match played to its end is appended to this file (a
         # regular one: opening a FIFO nobody reads would block the writer for ever).
         self.record_games = None if record_games is None else check_record_path(record_games, regular=True)
         self._records: queue.Queue = queue.Queue(MAX_PENDING_RECORDS)

@@ -342,8 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=None, help="deal and bot seed of the first match, +1 for each later one (default: random)")
     add_table_arguments(parser, episode=False)
     parser.add_argument("--max-games", type=int, default=DEFAULT_MAX_GAMES, help=f"matches kept at once (default {DEFAULT_MAX_GAMES})")
-    parser.add_argument("--record-games", default=None, metavar="FILE",
-                        help="append every match played in the page to its end to FILE (JSON Lines game records)")
+    parser.add_argument("--record", "--record-games", dest="record_games", default=None, metavar="FILE",
+                        help="append every match played in the page to its end to FILE (JSON Lines game records), "
+                             "as okgin-play --record and okgin-eval --record write theirs")
     return parser
 
 
