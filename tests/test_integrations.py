@@ -444,8 +444,8 @@ def test_torchrl_learner_decisions():
     assert data["next", "done"][:, 0].tolist() == [False, True, False, True, True]
     assert data["next", "terminated"][:, 0].tolist() == [False, True, False, True, True]
     # Not the end of a round: the next observation is the learner's next decision's.
-    assert data["next", *example.OBS_KEY][:, 0].tolist()[0] == 30
-    assert data["next", *example.OBS_KEY][:, 0].tolist()[2] == 121
+    assert data[("next", *example.OBS_KEY)][:, 0].tolist()[0] == 30
+    assert data[("next", *example.OBS_KEY)][:, 0].tolist()[2] == 121
     assert data["action"].tolist() == [(2 * t + s) % n for t, s in ((1, 0), (3, 0))] + [
         (2 * t_len * 2 // 2 + 2 * t + 1) % n for t in (0, 2, 4)
     ]

@@ -624,6 +624,8 @@ def test_improve_with_a_teacher_labels_its_choice_reproducibly_and_fits_towards_
                            workers=1, eval_matches=0, fit=FitSettings(chunk=30, epochs=30, learning_rate=3e-3))
     summary = improve_run(config, run_dir, progress_bar=False)
     assert summary["labelled_decisions"] == 60 and summary["teacher"] == "search:rollouts=16"
+    assert json.loads((run_dir / "summary.json").read_text()) == json.loads(json.dumps(summary, default=str))
+    assert summary["labelling_seconds"] >= 0
     assert json.loads((run_dir / "labels.json").read_text())["teacher"] == "search:rollouts=16"
     # Fitting towards the teacher raises the agreement with it on the decisions it was fitted on.
     assert summary["validation_decisions"] == 3

@@ -335,23 +335,20 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
         resume=resume, workers=config.workers, ray_address=config.ray_address, progress=progress_bar,
         desc=f"{kind} ({fit.chunk} decisions a job)")
     objective = "imitate" if config.teacher else config.objective
-    summary = fit_and_evaluate(config.init_from, start, [*chunks, *extra_chunks], run_dir, objective=objective,
-                               seed=config.seed, fit=fit, eval_matches=config.eval_matches, workers=config.workers,
-                               progress_bar=progress_bar,
-                               record={"improve_args": dataclasses.asdict(config), "fit_objective": objective})
-    if config.teacher:
-        summary["teacher"] = config.teacher
-        summary["labelling_seconds"] = round(labelling_seconds, 1)
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    return summary
+    teacher_summary = {"teacher": config.teacher, "labelling_seconds": round(labelling_seconds, 1)} if config.teacher else {}
+    return fit_and_evaluate(config.init_from, start, [*chunks, *extra_chunks], run_dir, objective=objective,
+                            seed=config.seed, fit=fit, eval_matches=config.eval_matches, workers=config.workers,
+                            progress_bar=progress_bar,
+                            record={"improve_args": dataclasses.asdict(config), "fit_objective": objective},
+                            summary_extra=teacher_summary)
 
 
 def fit_and_evaluate(init_from: str, start: dict[str, Any], chunks: list[Path], run_dir: Path, *, objective: str,
                      seed: int, fit: FitSettings, eval_matches: int, workers: int, progress_bar: bool,
-                     record: dict[str, Any]) -> dict[str, Any]:
+                     record: dict[str, Any], summary_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Fit the labels of ``chunks`` from ``start`` (the checked payload of ``init_from``), write
     ``run_dir/fitted.pt`` (its metadata extended by ``record``), evaluate the start and the fitted
-    policy against ``simple`` and write ``summary.json``; the summary."""
+    policy against ``simple`` and write ``summary.json`` (with ``summary_extra`` added); the summary."""
     meta, rules = start["metadata"], start["metadata"]["rules"]
     data = load_labels(chunks)
     size = data["q"].shape[0]
@@ -410,6 +407,7 @@ def fit_and_evaluate(init_from: str, start: dict[str, Any], chunks: list[Path], 
             print(f"{name} vs simple: {describe_result(summary[f'vs_simple_{name}'])}", flush=True)
         # The fitted checkpoint carries its own evaluation (the starting policy's is stale).
         save_checkpoint(fitted, model, {**fitted_meta, "evaluation": summary["vs_simple_fitted"]})
+    summary.update(summary_extra or {})
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary
 
