@@ -304,15 +304,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        legal = match.round.legal_actions()
-        # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
-        if not is_int(action) or action not in legal:
-            match.round.apply(action)  # raises a ValueError that names the legal actions
+        action = match.round.checked(action)  # an illegal one raises, naming the legal actions
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
         for info in self.infos.values():
             info.pop("round_outcome", None)
-        outcome = match.apply_unchecked(int(action))  # (checked above)
+        outcome = match.apply_unchecked(action)  # (checked above)
         if outcome is not None:
             self._end_round(outcome)
         if not (self.terminations[agent] or self.truncations[agent]):

@@ -177,11 +177,15 @@ class RoundState:
     # ------------------------------------------------------------------ transitions
     def apply(self, action: int) -> None:
         """Play ``action`` for the player to act. Illegal actions raise ValueError and change nothing."""
+        self.apply_unchecked(self.checked(action))
+
+    def checked(self, action: Any) -> int:
+        """``action`` as an int if it is legal now; else a ValueError that names the legal actions."""
         legal = self.legal_actions()
         # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
         if not is_int(action) or action not in legal:
             self._reject(action, legal)
-        self.apply_unchecked(int(action))
+        return int(action)
 
     def apply_unchecked(self, action: int) -> None:
         """``apply`` without the legality check, for callers that already checked (batched engines)."""
