@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 from okgin_env.rules.actions import DRAW_STOCK, KNOCK_BASE, TAKE_DISCARD  # noqa: E402
 from training.curve import CurveConfig, cli, milestones_of, run_curve  # noqa: E402
 from training.features import GIN_COLUMN, NUM_ACTION_FEATURES  # noqa: E402
-from training.train import Hyperparameters, Rollout, behaviour, parse_args, run  # noqa: E402
+from training.diagnostics import behaviour  # noqa: E402
+from training.train import Hyperparameters, Rollout, parse_args, run  # noqa: E402
 
 pytestmark = pytest.mark.long
 

@@ -158,7 +158,8 @@ def test_policy_rejects_an_observation_of_another_layout(trained_run: Path):
 
 
 def test_advantages_are_gae_within_a_round_with_gamma_one():
-    from training.train import Rollout, compute_advantages, explained_variance
+    from training.diagnostics import explained_variance
+    from training.train import Rollout, compute_advantages
 
     rollout = Rollout.allocate(steps=3, tables=1, observation_size=4)
     rollout.rewards[:, 0] = torch.tensor([0.0, 1.0, 0.0])

@@ -30,6 +30,7 @@ from tqdm import tqdm
 from okgin_env.rules.config import RulesConfig
 from okgin_env.signals import signals_ignored
 
+from .diagnostics import BEHAVIOUR
 from .manifest import check_same_settings
 from .model import PolicyValueNet
 from .plot import plot_progress
@@ -214,9 +215,6 @@ def format_evaluation(result: dict[str, float]) -> str:
             f"[{result['win_rate_vs_simple_ci_low']:.3f}, {result['win_rate_vs_simple_ci_high']:.3f}] "
             f"({result['matches_vs_simple']} matches), vs random {result['win_rate_vs_random']:.3f}"
             + (f"; {draws} matches undecided after --eval-max-rounds" if draws else ""))
-
-
-BEHAVIOUR = ("hands_won", "knock_rate", "gin_rate", "upcard_take_rate")  # training.train.behaviour's, per update
 
 
 class RunLog:
@@ -415,12 +413,21 @@ class RunBook:
     evaluate; at the end the last evaluation, the cleanup and the summary.
 
     ``config`` is the stage's settings (``total_decisions``, ``minutes``, ``eval_every``);
-    ``metadata`` goes into every checkpoint; ``imitation_updates``: the updates before PPO."""
+    ``metadata`` goes into every checkpoint; ``imitation_updates``: the updates before PPO. It
+    prints what trains (``engine``) and the size of an update (``config.num_tables`` x ``rollout_length``)."""
 
     def __init__(self, files: RunFiles, config: Any, metadata: dict[str, Any], progress: Progress, resumed: bool,
-                 log: RunLog, evaluator: Evaluator, planned: int, imitation_updates: int, progress_bar: bool):
+                 log: RunLog, evaluator: Evaluator, imitation_updates: int, progress_bar: bool, *, engine: str,
+                 rollout_length: int):
         self.files, self.config, self.metadata, self.log, self.evaluator = files, config, metadata, log, evaluator
         self.imitation_updates = imitation_updates
+        update = rollout_length * config.num_tables
+        # Training stops after whole updates: the budget is reached at the next multiple of an update.
+        planned = max(progress.decisions, -(-config.total_decisions // update) * update)
+        print(f"training on {engine}, torch {torch.get_num_threads()} thread(s); updates of {update:,} decisions "
+              f"({config.num_tables} tables x {rollout_length})"
+              + (f": --total-decisions {config.total_decisions:,} runs to {planned:,}, whole updates"
+                 if planned != config.total_decisions and progress.decisions < config.total_decisions else ""), flush=True)
         self.start = time.time() - progress.elapsed
         self.bar = tqdm(total=planned, initial=progress.decisions, disable=not progress_bar, unit="dec")
         self.saved = dataclasses.replace(progress) if resumed else None  # what last.pt holds, once this run wrote it

@@ -36,6 +36,20 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
+def check_tensor_settings(config) -> None:
+    """A ``ValueError`` naming the first setting of a ``training.train.TrainConfig`` with
+    ``device`` set that the tensor engine does not take, or a CUDA device torch cannot find."""
+    refused = [(config.rules not in ("classic", "standard"), f"--rules {config.rules}", "classic or standard"),
+               (config.opponent_pool != "simple", f"--opponent-pool {config.opponent_pool!r}", "simple"),
+               (config.bc_teacher != "simple", f"--bc-teacher {config.bc_teacher!r}", "simple"),
+               (config.outlook_features, "--outlook-features", "off")]
+    for wrong, what, allowed in refused:
+        if wrong:
+            raise ValueError(f"--device {config.device}: the tensor engine does not take {what}; allowed: {allowed}")
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch finds no CUDA device here; allowed: auto, cpu")
+
+
 class TensorTables:
     """``num_tables`` games on ``device``; the learner at ``learner_seat`` (an int or ``"alternate"``)."""
 

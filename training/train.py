@@ -2,31 +2,22 @@
 
 Read top to bottom: settings; the rollout buffers; the rollout (one ``collect_rollout`` over the
 tables protocol that both engines implement: ``training.host_tables.HostTables`` on the host,
-``training.tensor_rollout.TensorTables`` on a torch device); advantages; the update; ``run``,
-which seeds everything and runs the loop (the evaluation process, the run's files and log and
-the signal handling are in ``training.run``, self-play snapshots in ``training.league``).
-Run ``python -m training.train --help``.
-
-**Outputs**, in ``--run-dir`` (default ``runs/ppo``; listed at the start, described in
-docs/training.md): ``last.pt`` (``--resume`` continues from it), ``best.pt`` (the best evaluation
-against ``simple``), ``progress.csv``, ``tensorboard/``, ``learning_curve.png``, ``summary.json``.
-Ctrl-C or SIGTERM finishes the current update, saves ``last.pt`` and writes the summary; a second
-signal stops at once.
+``training.tensor_rollout.TensorTables`` on a torch device); advantages; the update; ``run``, which
+seeds everything and runs the loop. The run's files, its evaluation process and its signals are
+``training.run``'s (outputs and stopping: docs/training.md); self-play snapshots are
+``training.league``'s. Run ``python -m training.train --help``.
 
 **Method** (why): a behaviour-cloning warm start copies a teacher (``--bc-teacher``, by default
-``simple``; the penalty tables' recipe uses ``lookahead``) in a few updates, so PPO starts from a
-policy that already finishes rounds instead of from random play that almost never does (random
-rounds are 96-99% draws). PPO then improves on it against the opponent pool (by default
-``simple`` alone), with rewards = the learner's zero-sum round points / 25, one round = one GAE
-episode (gamma 1), inside full matches (so the score inputs are realistic). Both cores: the
-learner steps all tables and runs batched inference in the main process while evaluation
-(mirrored full matches through ``okgin_env.evaluate``) runs in a second process.
+``simple``) in a few updates, so PPO starts from a policy that finishes rounds instead of from
+random play that almost never does (random rounds are 96-99% draws). PPO then improves on it
+against the opponent pool (by default ``simple`` alone); a round pays the learner its zero-sum
+points / 25 and is one GAE episode (gamma 1), inside full matches so the score inputs are
+realistic. The learner steps every table with batched inference in the main process while a
+second process evaluates (mirrored matches through ``okgin_env.evaluate``).
 
-**Settings.** ``TrainConfig`` holds what the command line sets; its ``hyper`` field, a
-``Hyperparameters``, holds PPO's constants (the shipped policies' values), set from Python:
-``run(TrainConfig(hyper=Hyperparameters(ppo_epochs=2)), "runs/x")``. Experiments that were
-measured and not shipped (a privileged critic, prioritized league sampling, an own-penalty
-reward) are in docs/research/.
+**Settings.** ``TrainConfig`` holds the flags; its ``hyper``, a ``Hyperparameters``, PPO's
+constants, set from Python: ``run(TrainConfig(hyper=Hyperparameters(ppo_epochs=2)), "runs/x")``.
+Experiments measured and not shipped are in docs/research/.
 """
 
 from __future__ import annotations
@@ -41,18 +32,18 @@ import numpy as np
 import torch
 
 from okgin_env.observation import layout_for
-from okgin_env.rules.actions import KNOCK_BASE, TAKE_DISCARD
 from okgin_env.rules.config import PRESETS, RulesConfig, make_config
 
 from .cli import Command, check_settings, make_run_dir, seed_everything, setting
-from .features import GIN_COLUMN, MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
+from .diagnostics import behaviour, explained_variance
+from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
 from .host_tables import HostTables, Teacher
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
 from .manifest import write_manifest
 from .model import PolicyValueNet
 from .policy import MAX_HIDDEN, build_model
 from .run import Evaluator, RunBook, RunFiles, RunLog, StopSignals, starting_point
-from .tensor_rollout import TensorTables, resolve_device
+from .tensor_rollout import TensorTables, check_tensor_settings, resolve_device
 
 LearnerTables = HostTables | TensorTables  # the tables protocol of collect_rollout (training.host_tables)
 
@@ -141,15 +132,7 @@ def check_config(config: TrainConfig) -> RulesConfig:
     check_training_player(config.bc_teacher, "--bc-teacher", rules)
     parse_pool(config.opponent_pool, rules)
     if config.device:
-        refused = [(config.rules not in ("classic", "standard"), f"--rules {config.rules}", "classic or standard"),
-                   (config.opponent_pool != "simple", f"--opponent-pool {config.opponent_pool!r}", "simple"),
-                   (config.bc_teacher != "simple", f"--bc-teacher {config.bc_teacher!r}", "simple"),
-                   (config.outlook_features, "--outlook-features", "off")]
-        for wrong, what, allowed in refused:
-            if wrong:
-                raise ValueError(f"--device {config.device}: the tensor engine does not take {what}; allowed: {allowed}")
-        if config.device == "cuda" and not torch.cuda.is_available():
-            raise ValueError("--device cuda: torch finds no CUDA device here; allowed: auto, cpu")
+        check_tensor_settings(config)
     return rules
 
 
@@ -278,29 +261,6 @@ def compute_advantages(rollout: Rollout, next_value: torch.Tensor, gae_lambda: f
     return advantages, advantages + rollout.values
 
 
-def explained_variance(predicted: torch.Tensor, target: torch.Tensor) -> float:
-    """1 - Var(target - predicted) / Var(target): 1 for a perfect value, 0 for no better than a constant."""
-    variance = float(target.var(correction=0))
-    return float("nan") if variance == 0 else 1.0 - float((target - predicted).var(correction=0)) / variance
-
-
-def behaviour(rollout: Rollout) -> dict[str, float]:
-    """What the learner did over one rollout, per round that ended in it: hands won, knocks and
-    gins (``hands_won``, ``knock_rate``, ``gin_rate``), and the share of the upcards it could take
-    that it took (``upcard_take_rate``)."""
-    slot = rollout.actions[..., None]
-    taken = rollout.action_ids.gather(-1, slot).squeeze(-1)
-    taken_features = rollout.action_features.gather(
-        2, slot[..., None].expand(-1, -1, 1, rollout.action_features.shape[-1])).squeeze(2)
-    knocks = taken >= KNOCK_BASE
-    could_take = ((rollout.action_ids == TAKE_DISCARD) & rollout.legal).any(-1)
-    rounds = max(1, rollout.rounds)
-    return {"hands_won": float(((rollout.rewards > 0) & (rollout.round_ends > 0)).sum()) / rounds,
-            "knock_rate": float(knocks.sum()) / rounds,
-            "gin_rate": float((knocks & (taken_features[..., GIN_COLUMN] == 1)).sum()) / rounds,
-            "upcard_take_rate": float((taken == TAKE_DISCARD).sum()) / max(1, int(could_take.sum()))}
-
-
 # ----------------------------------------------------------------------------- update
 
 INPUTS = ("observations", "contexts", "action_features", "action_ids", "legal")  # the policy's, in order
@@ -414,15 +374,10 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     log = RunLog(files, fresh=not resumed)
     evaluator = Evaluator(config.eval_matches, config.seed, rules, hyper.eval_max_rounds)
     decisions_per_update = hyper.rollout_length * config.num_tables
-    # Training stops after whole updates: the budget is reached at the next multiple of an update.
-    planned = max(progress.decisions, -(-config.total_decisions // decisions_per_update) * decisions_per_update)
     engine = (f"the tensor engine (okgin_env.tensor) on {device}" if config.device
               else "the numpy engine (okgin_env.vector) on the host")
-    print(f"training on {engine}, torch {torch.get_num_threads()} thread(s); updates of {decisions_per_update:,} "
-          f"decisions ({config.num_tables} tables x {hyper.rollout_length})"
-          + (f": --total-decisions {config.total_decisions:,} runs to {planned:,}, whole updates"
-             if planned != config.total_decisions and progress.decisions < config.total_decisions else ""), flush=True)
-    book = RunBook(files, config, metadata, progress, resumed, log, evaluator, planned, imitation_updates, progress_bar)
+    book = RunBook(files, config, metadata, progress, resumed, log, evaluator, imitation_updates, progress_bar,
+                   engine=engine, rollout_length=hyper.rollout_length)
 
     with StopSignals() as stop:
         try:
