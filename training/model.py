@@ -53,9 +53,12 @@ class PolicyValueNet(nn.Module):
         # too would spend three quarters of the scorer's work (forward and backward) on slots
         # whose logit is -inf anyway.
         rows, slots = legal.nonzero(as_tuple=True)
-        per_action = self.scorer_action(torch.cat([action_features[rows, slots],
-                                                   self.action_embedding(action_ids[rows, slots])], dim=-1))
-        scores = self.scorer_out(self.scorer_context(embedded)[rows] + per_action).squeeze(-1)
+        # Gathered by index_select on flattened rows: the same values as [rows, slots], faster on a CPU.
+        flat = rows * legal.shape[1] + slots
+        per_action = self.scorer_action(torch.cat([
+            action_features.reshape(-1, action_features.shape[-1]).index_select(0, flat),
+            self.action_embedding(action_ids.reshape(-1).index_select(0, flat))], dim=-1))
+        scores = self.scorer_out(self.scorer_context(embedded).index_select(0, rows) + per_action).squeeze(-1)
         padding = torch.full(legal.shape, float("-inf"), dtype=scores.dtype, device=scores.device)
         logits = padding.index_put((rows, slots), scores)
         return logits, self.value_head(embedded).squeeze(-1)
