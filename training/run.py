@@ -421,7 +421,7 @@ class RunBook:
                  rollout_length: int):
         self.files, self.config, self.metadata, self.log, self.evaluator = files, config, metadata, log, evaluator
         self.imitation_updates = imitation_updates
-        update = rollout_length * config.num_tables
+        self.decisions_per_update = update = rollout_length * config.num_tables
         # Training stops after whole updates: the budget is reached at the next multiple of an update.
         planned = max(progress.decisions, -(-config.total_decisions // update) * update)
         print(f"training on {engine}, torch {torch.get_num_threads()} thread(s); updates of {update:,} decisions "
@@ -434,15 +434,19 @@ class RunBook:
         self.first_update = progress.update  # where this session started
         self.submitted_update: int | None = None  # the last update whose policy this session sent to evaluation
 
+    def elapsed(self) -> float:
+        """Training wall time in seconds, over every resume."""
+        return time.time() - self.start
+
     def out_of_time(self) -> bool:
-        return bool(self.config.minutes and time.time() - self.start >= 60 * self.config.minutes)
+        return bool(self.config.minutes and self.elapsed() >= 60 * self.config.minutes)
 
     def budget_used(self, progress: Progress) -> float:
         """The share of the run's budget spent, 0 to 1: of ``total_decisions`` or of ``--minutes``,
         whichever is further along (over every resume)."""
         used = progress.decisions / self.config.total_decisions
         if self.config.minutes:
-            used = max(used, (time.time() - self.start) / (60 * self.config.minutes))
+            used = max(used, self.elapsed() / (60 * self.config.minutes))
         return min(1.0, used)
 
     def training(self, progress: Progress, stop: StopSignals) -> bool:
@@ -453,10 +457,10 @@ class RunBook:
         return {**self.metadata, "progress": dataclasses.asdict(progress), "evaluation": self.log.last_evaluation}
 
     def after_update(self, model: PolicyValueNet, optimizer: torch.optim.Optimizer, progress: Progress, phase: str,
-                     stats: dict[str, float], train_points: float, decisions: int) -> None:
+                     stats: dict[str, float], train_points: float) -> None:
         """Log the update, collect a finished evaluation, save ``last.pt`` and submit a candidate when due."""
         files, evaluator = self.files, self.evaluator
-        progress.elapsed = time.time() - self.start
+        progress.elapsed = self.elapsed()
         row = self.log.update(progress, phase, stats, train_points, optimizer.param_groups[0]["lr"])
         self.log.evaluation(evaluator.collect(), progress, row)
         meta = self._checkpoint_metadata(progress)
@@ -470,7 +474,7 @@ class RunBook:
             evaluator.submit(files.candidate(progress.update), progress.decisions)
             self.submitted_update = progress.update
         self.log.write(row)
-        self.bar.update(decisions)
+        self.bar.update(self.decisions_per_update)
         self.bar.set_postfix(phase=phase, pts=f"{train_points:+.2f}",
                              win_vs_simple=f"{self.log.last_evaluation.get('win_rate_vs_simple', float('nan')):.3f}")
 

@@ -374,7 +374,6 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                                device=device)
     log = RunLog(files, fresh=not resumed)
     evaluator = Evaluator(config.eval_matches, config.seed, rules, hyper.eval_max_rounds)
-    decisions_per_update = hyper.rollout_length * config.num_tables
     engine = (f"the tensor engine (okgin_env.tensor) on {device}" if config.device
               else "the numpy engine (okgin_env.vector) on the host")
     book = RunBook(files, config, metadata, progress, resumed, log, evaluator, imitation_updates, progress_bar,
@@ -393,11 +392,10 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
                 stats = {**update_networks(model, optimizer, rollout, advantages, returns, phase, hyper, learning_rate),
                          **behaviour(rollout)}
                 progress.update += 1
-                progress.decisions += decisions_per_update
+                progress.decisions += book.decisions_per_update
                 if phase == "ppo":
                     snapshots.after_update(model, rules.num_players, tables, progress.update)
-                book.after_update(model, optimizer, progress, phase, stats, rollout.round_points / max(1, rollout.rounds),
-                                  decisions_per_update)
+                book.after_update(model, optimizer, progress, phase, stats, rollout.round_points / max(1, rollout.rounds))
             book.last_evaluation(model, progress, stop)
         except KeyboardInterrupt:  # a second signal: stop at once (last.pt holds the update before)
             pass
