@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU rows of docs/performance.md (issue 51), in one call on a machine with a CUDA device.
+#
+#   bash benchmarks/device_rows.sh [OUT_DIR]          (from the checkout root; OUT_DIR default $OUT or runs/device_rows)
+#
+# 1. the device and the software (nvidia-smi, torch);
+# 2. benchmarks/bench_tensor.py on the device: the engine at 16,384 and 131,072 games, rollouts against
+#    simple at 16,384 tables, and the whole PPO learner (tensor path on the device; host learner beside it);
+# 3. the 10-minute hand-player command on the device (standard rules, +1/-1/0 a hand, from random
+#    weights) for $MINUTES minutes at $TABLES tables, then its greedy policy on 2,000 fresh mirrored
+#    hands against simple (seed 900001, the learning curve's deals).
+#
+# Settings by environment: DEVICE (cuda), MINUTES (5), TABLES (2048), ENVS ("16384 131072"), BENCH_TABLES
+# (16384), MEASURE_SECONDS (3, per measurement), REPEATS (3), WORKERS (8, the evaluation's processes),
+# PYTHON (python3). A smoke test on a CPU (about 4 minutes): DEVICE=cpu ENVS=256 BENCH_TABLES=64 TABLES=64
+# MINUTES=0.1 MEASURE_SECONDS=0.3 REPEATS=1 WORKERS=1 PYTHON=python bash benchmarks/device_rows.sh /tmp/rows.
+# Python packages the machine lacks (gymnasium, pettingzoo, farama-notifications on a torch-only image) can
+# lie as wheels in .whl/ (docs/performance.md, "GPU rows"); they are installed into /tmp/site first.
+# OUT_DIR gets eight files: device.txt, bench_tensor.txt, train.txt, progress.csv, last.pt, hands.txt,
+# hands.json and hands.csv (the training run itself lies in TRAIN_DIR, by default a fresh folder under /tmp).
+set -euo pipefail
+out=${1:-${OUT:-runs/device_rows}}
+device=${DEVICE:-cuda}
+minutes=${MINUTES:-5}
+envs=${ENVS:-16384 131072}
+bench_tables=${BENCH_TABLES:-16384}
+tables=${TABLES:-2048}
+seconds=${MEASURE_SECONDS:-3}
+repeats=${REPEATS:-3}
+workers=${WORKERS:-8}
+python=${PYTHON:-python3}
+train_dir=${TRAIN_DIR:-$(mktemp -d /tmp/okgin_device_train.XXXXXX)}  # outside OUT_DIR: a lent device returns at most 8 files
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
+if compgen -G ".whl/*.whl" > /dev/null; then
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+    export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+
+{
+    date -u
+    git log -1 --format='commit %H' 2>/dev/null || true
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "no nvidia-smi"
+    "$python" -c "import torch, numpy; print('torch', torch.__version__, 'numpy', numpy.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
+} 2>&1 | tee "$out/device.txt"
+
+"$python" benchmarks/bench_tensor.py --device "$device" --envs $envs --rollout --tables "$bench_tables" \
+    --ppo --ppo-tensor-tables "$bench_tables" --seconds "$seconds" --repeats "$repeats" 2>&1 | tee "$out/bench_tensor.txt"
+
+"$python" -m training.train --rules standard --episode round --round-reward win --device "$device" \
+    --bc-updates 0 --num-tables "$tables" --minutes "$minutes" --total-decisions 1000000000 \
+    --eval-every 1000000 --eval-matches 10 --run-dir "$train_dir" 2>&1 | tee "$out/train.txt"
+cp "$train_dir/progress.csv" "$train_dir/last.pt" "$out/"
+
+"$python" -m okgin_env.eval_cli "$out/last.pt" simple --rules standard --episode round --matches 2000 \
+    --seed 900001 --workers "$workers" --no-progress --out "$out/hands" 2>&1 | tee "$out/hands.txt"
