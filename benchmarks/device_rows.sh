@@ -10,7 +10,7 @@
 #    weights) for $MINUTES minutes at $TABLES tables, then its greedy policy on 2,000 fresh mirrored
 #    hands against simple (seed 900001, the learning curve's deals).
 #
-# Settings by environment: DEVICE (cuda), MINUTES (5), TABLES (2048), ENVS ("16384 131072"), BENCH_TABLES
+# Settings by environment: DEVICE (cuda), MINUTES (4), TABLES (2048), ENVS ("16384 131072"), BENCH_TABLES
 # (16384), MEASURE_SECONDS (3, per measurement), REPEATS (3), WORKERS (8, the evaluation's processes),
 # PYTHON (python3). A smoke test on a CPU (about 4 minutes): DEVICE=cpu ENVS=256 BENCH_TABLES=64 TABLES=64
 # MINUTES=0.1 MEASURE_SECONDS=0.3 REPEATS=1 WORKERS=1 PYTHON=python bash benchmarks/device_rows.sh /tmp/rows.
@@ -21,7 +21,7 @@
 set -euo pipefail
 out=${1:-${OUT:-runs/device_rows}}
 device=${DEVICE:-cuda}
-minutes=${MINUTES:-5}
+minutes=${MINUTES:-4}
 envs=${ENVS:-16384 131072}
 bench_tables=${BENCH_TABLES:-16384}
 tables=${TABLES:-2048}
