@@ -6,18 +6,19 @@
 # 1. the device and the software (nvidia-smi, torch);
 # 2. benchmarks/bench_tensor.py on the device: the engine at 16,384 and 131,072 games, rollouts against
 #    simple at 16,384 tables, and the whole PPO learner (tensor path on the device; host learner beside it);
-# 3. the 10-minute hand-player command on the device (standard rules, +1/-1/0 a hand, from random
-#    weights) for $MINUTES minutes at $TABLES tables, then its greedy policy on 2,000 fresh mirrored
-#    hands against simple (seed 900001, the learning curve's deals).
+# 3. the learning curve (python -m training.curve: standard rules, +1/-1/0 a hand, from random weights,
+#    2,000 fresh mirrored hands against simple, seed 900001) on the device for $MINUTES minutes at $TABLES
+#    tables: a row at each of $MILESTONES (millions of decisions) reached, and one where the time ran out.
 #
-# Settings by environment: DEVICE (cuda), MINUTES (4), TABLES (2048), ENVS ("16384 131072"), BENCH_TABLES
+# Settings by environment: DEVICE (cuda), MINUTES (4), TABLES (2048), MILESTONES ("10"), ENVS ("16384 131072"), BENCH_TABLES
 # (16384), MEASURE_SECONDS (3, per measurement), REPEATS (3), WORKERS (8, the evaluation's processes),
 # PYTHON (python3). A smoke test on a CPU (about 4 minutes): DEVICE=cpu ENVS=256 BENCH_TABLES=64 TABLES=64
-# MINUTES=0.1 MEASURE_SECONDS=0.3 REPEATS=1 WORKERS=1 PYTHON=python bash benchmarks/device_rows.sh /tmp/rows.
+# MINUTES=0.1 MILESTONES="0.01 1" MEASURE_SECONDS=0.3 REPEATS=1 WORKERS=1 PYTHON=python bash benchmarks/device_rows.sh /tmp/rows.
 # Python packages the machine lacks (gymnasium, pettingzoo, farama-notifications on a torch-only image) can
 # lie as wheels in .whl/ (docs/performance.md, "GPU rows"); they are installed into /tmp/site first.
-# OUT_DIR gets eight files: device.txt, bench_tensor.txt, train.txt, progress.csv, last.pt, hands.txt,
-# hands.json and hands.csv (the training run itself lies in TRAIN_DIR, by default a fresh folder under /tmp).
+# OUT_DIR gets device.txt, bench_tensor.txt, curve.txt, curve.csv, curve.png, progress.csv and one
+# milestone_<decisions>.pt per row (at most eight files in all with the default MILESTONES and MINUTES: a lent
+# device returns no more); the curve's run itself lies in TRAIN_DIR, by default a fresh folder under /tmp.
 set -euo pipefail
 out=${1:-${OUT:-runs/device_rows}}
 device=${DEVICE:-cuda}
@@ -25,11 +26,12 @@ minutes=${MINUTES:-4}
 envs=${ENVS:-16384 131072}
 bench_tables=${BENCH_TABLES:-16384}
 tables=${TABLES:-2048}
+milestones=${MILESTONES:-10}
 seconds=${MEASURE_SECONDS:-3}
 repeats=${REPEATS:-3}
 workers=${WORKERS:-8}
 python=${PYTHON:-python3}
-train_dir=${TRAIN_DIR:-$(mktemp -d /tmp/okgin_device_train.XXXXXX)}  # outside OUT_DIR: a lent device returns at most 8 files
+train_dir=${TRAIN_DIR:-$(mktemp -d /tmp/okgin_device_train.XXXXXX)/curve}  # outside OUT_DIR: a lent device returns at most 8 files
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"
 if compgen -G ".whl/*.whl" > /dev/null; then
@@ -47,10 +49,8 @@ fi
 "$python" benchmarks/bench_tensor.py --device "$device" --envs $envs --rollout --tables "$bench_tables" \
     --ppo --ppo-tensor-tables "$bench_tables" --seconds "$seconds" --repeats "$repeats" 2>&1 | tee "$out/bench_tensor.txt"
 
-"$python" -m training.train --rules standard --episode round --round-reward win --device "$device" \
-    --bc-updates 0 --num-tables "$tables" --minutes "$minutes" --total-decisions 1000000000 \
-    --eval-every 1000000 --eval-matches 10 --run-dir "$train_dir" 2>&1 | tee "$out/train.txt"
-cp "$train_dir/progress.csv" "$train_dir/last.pt" "$out/"
-
-"$python" -m okgin_env.eval_cli "$out/last.pt" simple --rules standard --episode round --matches 2000 \
-    --seed 900001 --workers "$workers" --no-progress --out "$out/hands" 2>&1 | tee "$out/hands.txt"
+# The learning curve's command (its settings, deals and measurement) with a time limit: one row where
+# the minutes run out, or a row at each milestone reached before.
+"$python" -m training.curve --device "$device" --num-tables "$tables" --minutes "$minutes" \
+    --milestones "$milestones" --workers "$workers" --run-dir "$train_dir" 2>&1 | tee "$out/curve.txt"
+cp "$train_dir/curve.csv" "$train_dir/curve.png" "$train_dir/train/progress.csv" "$train_dir"/milestone_*.pt "$out/"

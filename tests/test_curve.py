@@ -40,6 +40,18 @@ def test_the_curve_trains_measures_each_milestone_plots_and_resumes(tmp_path: Pa
     assert "--resume" in capsys.readouterr().err
 
 
+def test_minutes_end_the_curve_with_the_policy_reached_measured_as_its_last_row(tmp_path: Path, capsys):
+    config = CurveConfig(milestones="0.001 1", hands=20, num_tables=4, bc_updates=1, device="cpu", minutes=0.05)
+    run_curve(config, tmp_path / "curve")
+    rows = list(csv.DictReader(open(tmp_path / "curve" / "curve.csv")))
+    # The first milestone, unless the 3 seconds ran out before it; then the policy reached, short of 1M.
+    assert int(rows[0]["decisions"]) <= 1024 and int(rows[-1]["decisions"]) < 1_000_000 and len(rows) <= 2
+    assert (tmp_path / "curve" / rows[-1]["policy"]).is_file()
+    assert "--minutes 0.05 reached before the " in capsys.readouterr().out
+    run_curve(config, tmp_path / "curve", resume=True)  # out of time already: nothing trains, nothing is re-measured
+    assert list(csv.DictReader(open(tmp_path / "curve" / "curve.csv"))) == rows
+
+
 @pytest.mark.parametrize("milestones", ["", "1 0.5", "x", "0", "1 1"])
 def test_bad_milestones_are_refused_with_one_line(milestones: str, tmp_path: Path, capsys):
     with pytest.raises(ValueError):

@@ -7,7 +7,8 @@ imitate ``simple`` instead, a warm start stated in every output). At each milest
 0.5, 1, 2, 5, 10, 20 and 35 million learner decisions) it stops training, measures the greedy
 policy on ``--hands`` fresh single hands against ``simple`` (mirrored deals, each from both
 seats; seed ``--eval-seed``, which training never uses; a 95% Wilson interval; a drawn hand is
-not won), then trains on.
+not won), then trains on. ``--minutes`` also bounds the training's wall time: where it runs out, the policy
+reached is measured as the last row (how a lent GPU's minutes are spent: benchmarks/device_rows.sh).
 
 **Outputs** in ``--run-dir``: ``curve.csv`` (one row per milestone: decisions, hands, hands won,
 win rate and its interval, training wall time, evaluation time), ``curve.png`` (our points with
@@ -57,6 +58,9 @@ class CurveConfig:
     num_tables: int = setting(512, "games stepped together", low=1)
     device: str = setting("cpu", "the tensor engine on this torch device, or empty: the numpy engine on the host",
                           choices=("", "auto", "cpu", "cuda"))
+    minutes: float = setting(0.0, "also stop training after this many minutes (over every resume) and measure the "
+                             "policy where it stopped, as the last row (0: no time limit)", low=0.0)
+    workers: int = setting(1, "processes for each measurement (okgin_env.evaluate's workers)", low=1)
 
 
 def milestones_of(config: CurveConfig) -> list[int]:
@@ -81,17 +85,19 @@ def train_config(config: CurveConfig, decisions: int):
 
     return TrainConfig(seed=config.seed, rules="standard", total_decisions=decisions,
                        num_tables=config.num_tables, bc_updates=config.bc_updates, opponent_pool="simple",
-                       device=config.device, episode="round", round_reward="win", eval_every=10**9, eval_matches=20)
+                       device=config.device, episode="round", round_reward="win", eval_every=10**9, eval_matches=20,
+                       minutes=config.minutes)
 
 
-def measure(policy_path: Path, hands: int, seed: int) -> dict[str, float]:
+def measure(policy_path: Path, hands: int, seed: int, workers: int = 1) -> dict[str, float]:
     """The greedy policy's single hands against ``simple``: hands, won, rate and 95% Wilson interval."""
     from okgin_env.evaluate import evaluate
 
     from .policy import load_policy
 
     pair = evaluate({"policy": load_policy(policy_path, rules="standard"), "simple": "simple"}, matches=hands,
-                    episode="round", rules="standard", seed=seed, progress=False).pairs[0]
+                    episode="round", rules="standard", seed=seed, workers=workers,
+                    progress=False).pairs[0]
     return {"hands": pair.rounds, "hands_won": pair.rounds_won_a, "win_rate": pair.round_win_rate_a,
             "ci_low": pair.round_ci_low, "ci_high": pair.round_ci_high}
 
@@ -158,12 +164,17 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
         if stopped:
             break
         decisions = summary["decisions"]  # whole updates: at or just past the milestone
-        if any(int(row["decisions"]) >= milestone for row in rows):  # measured before a stop
+        out_of_time = decisions < milestone  # --minutes ended the training first: its policy is the last row
+        if out_of_time:
+            print(f"--minutes {config.minutes:g} reached before the {milestone / 1e6:g}M milestone", flush=True)
+        if any(int(row["decisions"]) >= min(milestone, decisions) for row in rows):  # measured before a stop
+            if out_of_time:
+                break
             continue
         kept = root / f"milestone_{decisions}.pt"
         shutil.copyfile(train_dir / "last.pt", kept)
         began = time.time()
-        result = measure(kept, config.hands, config.eval_seed)
+        result = measure(kept, config.hands, config.eval_seed, config.workers)
         row = {"decisions": decisions, **result, "train_wall_s": summary["elapsed_s"],
                "eval_wall_s": round(time.time() - began, 1), "policy": kept.name}
         with open(csv_path, "a", newline="") as handle:
@@ -173,6 +184,8 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
               f"[{100 * result['ci_low']:.1f}, {100 * result['ci_high']:.1f}] of {result['hands']} hands won "
               f"(training {summary['elapsed_s'] / 60:.1f} min)", flush=True)
         plot_curve(rows, root / "curve.png", warm_start)
+        if out_of_time:
+            break
     plot_curve(rows, root / "curve.png", warm_start)
     if stopped and command:
         print(f"stopped by {stopped}; continue with:\n  {command} --resume", file=sys.stderr, flush=True)
