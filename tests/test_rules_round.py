@@ -6,6 +6,7 @@ checking the legal actions, the phase and the outcome where the rules (docs/rule
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from okgin_env import Phase, card_str
@@ -116,6 +117,19 @@ def test_offer_non_dealer_takes_the_upcard():
     assert state.discard_top == card_id("TS")
     state.apply(DRAW_STOCK)
     assert card_id("KD") in state.hand(0)
+
+
+def test_history_holds_each_move_as_a_seat_action_pair():
+    state = new_round([None, NON_DEALER], upcard="7C", stock="KD", dealer=0)
+    state.apply(PASS)
+    state.apply_unchecked(np.int64(TAKE_DISCARD))  # an id of another int type is kept as given
+    thrown = min(discards_in(state.legal_actions()))
+    state.apply(discard(thrown))
+    assert state.history == [(1, PASS), (0, TAKE_DISCARD), (0, discard(thrown))]
+    assert [type(action) for _, action in state.history] == [int, np.int64, int]
+    copy = state.copy()
+    copy.apply(DRAW_STOCK)
+    assert len(state.history) == 3 and copy.history[-1] == (1, DRAW_STOCK)
 
 
 def test_offer_non_dealer_passes_and_dealer_takes():

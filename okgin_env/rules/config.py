@@ -19,6 +19,8 @@ PRESETS = ("classic", "standard", "penalty")
 TWO_PLAYER_PRESETS = ("classic", "standard")
 #: The largest fixed knock limit (a hand may keep at most this much deadwood when knocking).
 MAX_KNOCK_LIMIT = 10
+#: The most seats at a table.
+MAX_PLAYERS = 4
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,8 @@ class RulesConfig:
     §10 says what each one means."""
 
     rules: str = setting("classic", "the preset the other options start from", choices=PRESETS)
-    num_players: int = setting(2, "seats at the table: 2 for classic and standard, 2-4 for penalty", low=2, high=4)
+    num_players: int = setting(2, "seats at the table: 2 for classic and standard, 2-4 for penalty", low=2,
+                               high=MAX_PLAYERS)
     gin_bonus: int = setting(25, "bonus for going gin (classic: added to the knocker's score; penalty: charged to "
                              "each other player)", low=0, high=1000)
     undercut_bonus: int = setting(10, "bonus for an undercut (classic: to the defender; penalty: charged extra to "

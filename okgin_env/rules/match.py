@@ -115,16 +115,14 @@ class MatchState:
         """Play an action in the current round; returns the outcome if that ended the round."""
         if self.is_over:
             raise ValueError("the match is over; no action is legal")
-        self.round.apply(action)
-        return self._after_action()
+        return self.apply_unchecked(self.round.checked(action))
 
     def apply_unchecked(self, action: int) -> RoundOutcome | None:
         """``apply`` without the legality checks, for callers that already checked (batched engines)."""
-        self.round.apply_unchecked(action)
-        return self._after_action()
-
-    def _after_action(self) -> RoundOutcome | None:
-        outcome = self.round.outcome  # set exactly when the round ends (``RoundState._finish``)
+        # ``BatchEnv`` calls this for every game at every step: one call deep into the round.
+        round_state = self.round
+        round_state.apply_unchecked(action)
+        outcome = round_state.outcome  # set exactly when the round ends (``RoundState._finish``)
         if outcome is not None:
             self._record(outcome)
         return outcome

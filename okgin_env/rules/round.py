@@ -16,7 +16,7 @@ import numpy as np
 
 from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
 from .cards import NUM_CARDS, card_id, card_str, card_value, from_mask, to_mask
-from .config import RulesConfig, is_int
+from .config import MAX_PLAYERS, RulesConfig, is_int
 from .melds import knock_discards_of_mask, knock_ruled_out
 from .showdown import RoundOutcome, draw_outcome, knock_outcome
 
@@ -28,14 +28,20 @@ class Phase(IntEnum):
     OVER = 3
 
 
-# Module-level aliases for the legality queries: looking up ``Phase.DISCARD`` costs ~80 ns a time.
-_OFFER, _DRAW, _DISCARD = Phase.OFFER, Phase.DRAW, Phase.DISCARD
+# Module-level aliases for the legality queries and the transitions, which run for every game at
+# every step of a batch: looking up ``Phase.DISCARD`` on the Enum costs ~70 ns a time.
+_OFFER, _DRAW, _DISCARD, _OVER = Phase.OFFER, Phase.DRAW, Phase.DISCARD, Phase.OVER
 _ALL_CARDS = frozenset(range(NUM_CARDS))  # check_deck's quick test of a list of ints
 #: The actions 0-2 that a bit pattern of ``RoundState.legal_parts()[0]`` stands for.
 _SMALL_ACTIONS = [tuple(a for a in (DRAW_STOCK, TAKE_DISCARD, PASS) if bits >> a & 1) for bits in range(8)]
 _DRAW_EITHER = 1 << DRAW_STOCK | 1 << TAKE_DISCARD
 _TAKE_OR_PASS = 1 << TAKE_DISCARD | 1 << PASS
 
+
+#: The ``(seat, action)`` pair of every move, shared by every ``RoundState.history``: a batch
+#: step appends a thousand pairs, and a fresh tuple each set off a collection by the garbage
+#: collector every other step (tuples are tracked until it has looked at them once).
+_MOVES = tuple(tuple((seat, action) for action in range(NUM_ACTIONS)) for seat in range(MAX_PLAYERS))
 
 STOCK_LEFT_AT_WALL = 2  # docs/rules.md §7: the round draws (classic) or reshuffles (penalty) at two stock cards
 
@@ -117,7 +123,7 @@ class RoundState:
     # ------------------------------------------------------------------ queries
     @property
     def is_over(self) -> bool:
-        return self.phase is Phase.OVER
+        return self.phase is _OVER
 
     @property
     def discard_top(self) -> int:
@@ -189,7 +195,8 @@ class RoundState:
 
     def apply_unchecked(self, action: int) -> None:
         """``apply`` without the legality check, for callers that already checked (batched engines)."""
-        self.history.append((self.current, action))
+        # (the shared pair when the action is a Python int, as from ``checked`` and the batched engines)
+        self.history.append(_MOVES[self.current][action] if type(action) is int else (self.current, action))
         self._legal = None
         phase = self.phase
         if phase is _DISCARD:
@@ -216,7 +223,7 @@ class RoundState:
         self.hands[seat] |= 1 << card
         self.known[seat] |= 1 << card
         self.taken_card = card
-        self.phase = Phase.DISCARD
+        self.phase = _DISCARD
 
     def _apply_offer(self, action: int) -> None:
         seat = self.current
@@ -228,7 +235,7 @@ class RoundState:
         if self.offers_declined == self.num_players:
             # Everybody declined: the player after the dealer must begin from the stock.
             self.current = (self.dealer + 1) % self.num_players
-            self.phase = Phase.DRAW
+            self.phase = _DRAW
             self.must_draw_stock = True
         else:
             self.current = (seat + 1) % self.num_players
@@ -242,7 +249,7 @@ class RoundState:
         self.hands[seat] |= 1 << self.stock.pop()
         self.taken_card = -1
         self.must_draw_stock = False
-        self.phase = Phase.DISCARD
+        self.phase = _DISCARD
 
     def _apply_discard(self, action: int) -> None:
         seat = self.current
@@ -271,7 +278,7 @@ class RoundState:
                 self._finish(draw_outcome(self.config, self.hands))
                 return
         self.current = (seat + 1) % self.num_players
-        self.phase = Phase.DRAW
+        self.phase = _DRAW
 
     def _reshuffle(self) -> None:
         """Penalty preset: the discard pile but its top, shuffled, goes under the stock's last cards."""
@@ -285,7 +292,7 @@ class RoundState:
 
     def _finish(self, outcome: RoundOutcome) -> None:
         self.outcome = outcome
-        self.phase = Phase.OVER
+        self.phase = _OVER
         self._legal = []
 
     # ------------------------------------------------------------------ copies
