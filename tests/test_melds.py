@@ -248,6 +248,13 @@ def test_best_melds_hypothesis(hand):
     check_best_melds(hand)
 
 
+@pytest.mark.parametrize("dense", [False, True], ids=["random", "dense"])
+def test_best_melds_of_mask_is_best_melds(dense):
+    """The showdown arranges hands from their masks: the same arrangement as from the card ids."""
+    for hand in hands(seed=23 + dense, count=800, sizes=list(range(16)), dense=dense):
+        assert solver.best_melds_of_mask(to_mask(hand)) == okgin_env.best_melds(hand), hand
+
+
 def test_best_melds_examples():
     assert okgin_env.best_melds([]) == ([], [])
     melds, loose = okgin_env.best_melds(parse_cards("7S 7H 7D 7C 8C 9C"))

@@ -404,6 +404,21 @@ def _suit_runs(suit: int, suit_mask: int) -> list[list[int]]:
     return runs
 
 
+#: For a suit and the cards of it left for runs (``suit << 13 | bits``): the runs ``_suit_runs``
+#: makes of them, as tuples, and their cards as a mask; filled as suit masks are met (at most
+#: 4 x 8,192 entries). Every showdown arranges two hands or more, most of them without a set.
+_SUIT_RUN_MELDS: dict[int, tuple[tuple[tuple[int, ...], ...], int]] = {}
+
+
+def _suit_run_melds(suit: int, bits: int) -> tuple[tuple[tuple[int, ...], ...], int]:
+    key = suit << NUM_RANKS | bits
+    known = _SUIT_RUN_MELDS.get(key)
+    if known is None:
+        runs = tuple(map(tuple, _suit_runs(suit, bits)))
+        known = _SUIT_RUN_MELDS[key] = runs, to_mask(card for run in runs for card in run)
+    return known
+
+
 def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
     """One arrangement with the minimum deadwood: ``(melds, deadwood_cards)``, each sorted by id.
 
@@ -411,7 +426,11 @@ def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
     Ace up: first no set of that rank, then each of its sets), and the first choice that reaches
     the minimum deadwood is taken; the solver gives the minimum beforehand, so the search stops
     there."""
-    mask = int(to_mask(cards))  # numpy integer ids give a numpy mask
+    return best_melds_of_mask(int(to_mask(cards)))  # (numpy integer ids give a numpy mask)
+
+
+def best_melds_of_mask(mask: int) -> tuple[list[list[int]], list[int]]:
+    """``best_melds`` of the cards of ``mask``."""
     known = _BEST_MELDS.get(mask)
     if known is None:
         known = _best_melds_of_mask(mask)
@@ -423,18 +442,23 @@ def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
 def _best_melds_of_mask(mask: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     suits = _split(mask)
     set_ranks = _ranks_held_three_times(*suits)
-    set_masks: tuple[int, ...] = ()
+    melds: list[tuple[int, ...]] = []
+    melded = 0
     remaining = suits
     if set_ranks:
         found = _first_arrangement(suits, set_ranks, (), deadwood_of_mask(mask))
         assert found is not None, "the solver's minimum is reached by some set choice"
         set_masks, remaining = found
-    melds = [from_mask(m) for m in set_masks]
-    for suit in range(4):
-        melds.extend(_suit_runs(suit, remaining[suit]))
-    melded = to_mask(c for meld in melds for c in meld)
+        for set_mask in set_masks:
+            melds.append(tuple(from_mask(set_mask)))
+            melded |= set_mask
+    for suit, bits in enumerate(remaining):
+        if bits:
+            runs, run_mask = _suit_run_melds(suit, bits)
+            melds += runs
+            melded |= run_mask
     melds.sort()
-    return tuple(map(tuple, melds)), tuple(from_mask(mask & ~melded))
+    return tuple(melds), tuple(from_mask(mask & ~melded))
 
 
 def _first_arrangement(suits: tuple[int, int, int, int], set_ranks: int, taken_sets: tuple[int, ...],

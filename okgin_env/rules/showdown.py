@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from .cards import NUM_RANKS, SUIT_MASK, SUITS, from_mask, mask_value, to_mask
 from .config import RulesConfig
 from .layouts import best_layoffs, layouts_of_mask
-from .melds import best_melds, deadwood_of_mask
+from .melds import best_melds_of_mask, deadwood_of_mask
 from .memo import new_memo, remember
 
 KINDS = ("knock", "gin", "undercut", "draw")
@@ -63,7 +63,7 @@ def draw_outcome(config: RulesConfig, hands: list[int]) -> RoundOutcome:
         knocker=None,
         winner=None,
         deadwood=[deadwood_of_mask(h) for h in hands],
-        melds=[best_melds(from_mask(h))[0] for h in hands],
+        melds=[best_melds_of_mask(h)[0] for h in hands],
         layoffs=[[] for _ in range(n)],
         points=[0] * n,
         rewards=[0.0] * n,
@@ -180,7 +180,7 @@ def _knock_scoring(config: RulesConfig, hands: tuple[int, ...], knocker: int, kn
     gin = deadwood_of_mask(knocker_hand) == 0
     if gin or not _layoffs_possible(knocker_hand, others_hands):
         # Without layoffs the least deadwood is best for the knocker (and gin forbids layoffs).
-        melds, loose = best_melds(from_mask(knocker_hand))
+        melds, loose = best_melds_of_mask(knocker_hand)
         layout, knocker_deadwood = tuple(to_mask(m) for m in melds), mask_value(to_mask(loose))
         others = {s: deadwood_of_mask(hands[s]) for s in _order_after(knocker, n)}
         laid_by = {s: [0] * len(layout) for s in others}
@@ -222,7 +222,7 @@ def knock_outcome(
         for cards in laid_by[seat]:
             laid_mask |= cards
         layoffs_out[seat] = from_mask(laid_mask)
-        melds_out[seat] = best_melds(from_mask(hands[seat] & ~laid_mask))[0]
+        melds_out[seat] = best_melds_of_mask(hands[seat] & ~laid_mask)[0]
     return RoundOutcome(
         kind=kind,
         knocker=knocker,
