@@ -319,10 +319,13 @@ class BatchEnv:
         """Play ``act_list[j]`` in game ``game_list[j]`` (checked by ``step``, so the engine's
         unchecked transition is used), end rounds and episodes."""
         matches = self._matches
-        for j, (g, action) in enumerate(zip(game_list, act_list)):
-            outcome = matches[g].apply_unchecked(action)
-            if outcome is not None:
-                self._end_round(g, j, outcome, rewards, dones, infos)
+        # (``map`` runs the thousand transitions of a step without a Python loop around them)
+        outcomes = map(MatchState.apply_unchecked, map(matches.__getitem__, game_list), act_list)
+        ended = [(j, outcome) for j, outcome in enumerate(outcomes) if outcome is not None]
+        # The few rounds that ended are settled after the loop, all together: interleaved with a
+        # thousand transitions, each settlement ran two to three times slower (cold caches).
+        for j, outcome in ended:
+            self._end_round(game_list[j], j, outcome, rewards, dones, infos)
 
     def _end_round(self, g: int, j: int, outcome, rewards, dones, infos) -> None:
         """Rewards, infos and the next deal after a round of game ``g`` ended (row ``j`` of the step)."""

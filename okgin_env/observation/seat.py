@@ -74,14 +74,17 @@ def seat_view(state: RoundState, seat: int) -> SeatView:
     over = state.phase is _OVER
     to_act = current == seat and not over
     shown = state.hands if over else state.known
+    taken, pile = state.taken_card, state.discard_pile
+    hand = state.hands[seat]
+    taken_plane = 1 << taken if to_act and taken >= 0 else 0
+    top = 1 << pile[-1] if pile else 0
+    # The planes tuple is written out whole: a tuple built by unpacking ``*`` costs twice as much.
     if n == 2:
-        opponents = (shown[1 - seat], state.passed[1 - seat])
+        planes = (hand, taken_plane, top, state.pile_mask, 1 << state.upcard, shown[1 - seat], state.passed[1 - seat])
     else:
         others = _OTHERS[n][seat]
-        opponents = tuple(mask for pair in zip(others(shown), others(state.passed)) for mask in pair)
-    taken, pile = state.taken_card, state.discard_pile
-    planes = (state.hands[seat], 1 << taken if to_act and taken >= 0 else 0, 1 << pile[-1] if pile else 0,
-              state.pile_mask, 1 << state.upcard, *opponents)
+        opponents = (mask for pair in zip(others(shown), others(state.passed)) for mask in pair)
+        planes = (hand, taken_plane, top, state.pile_mask, 1 << state.upcard, *opponents)
     return _tuple_new(SeatView, (planes, None if over else (current - seat) % n, (seat - state.dealer) % n, to_act))
 
 
