@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from okgin_env.rules.config import PRESETS, make_config
+from okgin_env.rules.config import MAX_PLAYERS, PRESETS, make_config
 
 from .cli import Command, RunOptions, check_settings, make_run_dir, setting
 from .manifest import (check_manifest, config_dict, recorded_place, run_place, runtime_fields, same_setting,
@@ -153,7 +153,7 @@ class PipelineConfig:
 
     rules: str = setting("classic", "rules preset to train for", choices=PRESETS)
     num_players: int = setting(0, "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count",
-                               low=0, high=4)
+                               low=0, high=MAX_PLAYERS)
     recipe: str = setting("", f"the recipe: {', '.join(RECIPES)}; empty: the table's (classic, or penalty-3p / "
                           "penalty-4p)", choices=("", *RECIPES))
     seed: int = setting(1, "seed of the PPO stage; improvement step k uses seed + 9 + k", low=0)

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from okgin_env.observation import layout_for
-from okgin_env.rules.config import PRESETS, RulesConfig, make_config
+from okgin_env.rules.config import MAX_PLAYERS, PRESETS, RulesConfig, make_config
 
 from .cli import Command, check_settings, make_run_dir, seed_everything, setting
 from .diagnostics import behaviour, explained_variance
@@ -91,7 +91,7 @@ class TrainConfig:
     seed: int = setting(1, "seed for python, numpy, torch and the deals", low=0)
     rules: str = setting("classic", "rules preset the policy is trained for", choices=PRESETS)
     num_players: int = setting(0, "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count",
-                               low=0, high=4)
+                               low=0, high=MAX_PLAYERS)
     total_decisions: int = setting(3_000_000, "learner decisions to train for", low=1, budget=True)
     minutes: float = setting(0.0, "also stop after this many minutes of training, over every resume (0: no time "
                              "limit)", low=0.0, budget=True)
