@@ -405,9 +405,10 @@ def _suit_runs(suit: int, suit_mask: int) -> list[list[int]]:
 
 
 #: For a suit and the cards of it left for runs (``suit << 13 | bits``): the runs ``_suit_runs``
-#: makes of them, as tuples, and their cards as a mask; filled as suit masks are met (at most
-#: 4 x 8,192 entries). Every showdown arranges two hands or more, most of them without a set.
-_SUIT_RUN_MELDS: dict[int, tuple[tuple[tuple[int, ...], ...], int]] = {}
+#: makes of them, as tuples, and their cards as a mask (at most 4 x 8,192 entries). Every showdown
+#: arranges two hands or more, most of them without a set.
+_SUIT_RUN_MELDS: dict[int, tuple[tuple[tuple[int, ...], ...], int]] = new_memo()
+_SUIT_RUN_MELDS_LIMIT = 4 << NUM_RANKS
 
 
 def _suit_run_melds(suit: int, bits: int) -> tuple[tuple[tuple[int, ...], ...], int]:
@@ -415,7 +416,8 @@ def _suit_run_melds(suit: int, bits: int) -> tuple[tuple[tuple[int, ...], ...], 
     known = _SUIT_RUN_MELDS.get(key)
     if known is None:
         runs = tuple(map(tuple, _suit_runs(suit, bits)))
-        known = _SUIT_RUN_MELDS[key] = runs, to_mask(card for run in runs for card in run)
+        known = runs, to_mask(card for run in runs for card in run)
+        remember(_SUIT_RUN_MELDS, key, known, _SUIT_RUN_MELDS_LIMIT)
     return known
 
 
