@@ -140,6 +140,24 @@ def plot_curve(rows: list[dict[str, str]], out: Path, warm_start: str) -> Path:
     return out
 
 
+def _measure_milestone(config: CurveConfig, root: Path, summary: dict, csv_path: Path) -> dict[str, str]:
+    """Keep the training's ``last.pt`` as ``milestone_<decisions>.pt``, measure it, append its row
+    to ``curve.csv`` and print it; the row as ``read_rows`` gives it."""
+    decisions = summary["decisions"]
+    kept = root / f"milestone_{decisions}.pt"
+    shutil.copyfile(root / "train" / "last.pt", kept)
+    began = time.time()
+    result = measure(kept, config.hands, config.eval_seed, config.workers)
+    row = {"decisions": decisions, **result, "train_wall_s": summary["elapsed_s"],
+           "eval_wall_s": round(time.time() - began, 1), "policy": kept.name}
+    with open(csv_path, "a", newline="") as handle:
+        csv.DictWriter(handle, CSV_FIELDS).writerow(row)
+    print(f"{decisions / 1e6:.2f}M decisions: {100 * result['win_rate']:.1f}% "
+          f"[{100 * result['ci_low']:.1f}, {100 * result['ci_high']:.1f}] of {result['hands']} hands won "
+          f"(training {summary['elapsed_s'] / 60:.1f} min)", flush=True)
+    return {key: str(value) for key, value in row.items()}
+
+
 def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, progress_bar: bool = False,
               command: str | None = PROG) -> dict:
     """Train and measure to every milestone (see the module docstring); ``{"rows": ..., "stopped_by": ...}``."""
@@ -164,27 +182,11 @@ def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, pr
         if stopped:
             break
         decisions = summary["decisions"]  # whole updates: at or just past the milestone
-        out_of_time = decisions < milestone  # --minutes ended the training first: its policy is the last row
-        if out_of_time:
+        if not any(int(row["decisions"]) >= min(milestone, decisions) for row in rows):  # else measured before a stop
+            rows.append(_measure_milestone(config, root, summary, csv_path))
+            plot_curve(rows, root / "curve.png", warm_start)
+        if decisions < milestone:  # --minutes ended the training first: its policy is the last row
             print(f"--minutes {config.minutes:g} reached before the {milestone / 1e6:g}M milestone", flush=True)
-        if any(int(row["decisions"]) >= min(milestone, decisions) for row in rows):  # measured before a stop
-            if out_of_time:
-                break
-            continue
-        kept = root / f"milestone_{decisions}.pt"
-        shutil.copyfile(train_dir / "last.pt", kept)
-        began = time.time()
-        result = measure(kept, config.hands, config.eval_seed, config.workers)
-        row = {"decisions": decisions, **result, "train_wall_s": summary["elapsed_s"],
-               "eval_wall_s": round(time.time() - began, 1), "policy": kept.name}
-        with open(csv_path, "a", newline="") as handle:
-            csv.DictWriter(handle, CSV_FIELDS).writerow(row)
-        rows.append({key: str(value) for key, value in row.items()})
-        print(f"{decisions / 1e6:.2f}M decisions: {100 * result['win_rate']:.1f}% "
-              f"[{100 * result['ci_low']:.1f}, {100 * result['ci_high']:.1f}] of {result['hands']} hands won "
-              f"(training {summary['elapsed_s'] / 60:.1f} min)", flush=True)
-        plot_curve(rows, root / "curve.png", warm_start)
-        if out_of_time:
             break
     plot_curve(rows, root / "curve.png", warm_start)
     if stopped and command:
