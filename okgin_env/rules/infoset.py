@@ -30,7 +30,8 @@ import numpy as np
 from .actions import TAKE_DISCARD
 from .cards import FULL_DECK_MASK, NUM_CARDS, from_mask
 from .config import RulesConfig, is_int
-from .round import Phase, RoundState, int_in, knock_limit_for
+from .round import RoundState
+from .round_parts import Phase, int_in, knock_limit_for
 
 
 @dataclass(frozen=True)

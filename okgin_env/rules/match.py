@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from .config import RulesConfig, is_int
-from .round import RoundState, check_deck
+from .round import RoundState
+from .round_parts import check_deck
 from .showdown import RoundOutcome, zero_sum_rewards
 
 
