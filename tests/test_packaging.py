@@ -81,11 +81,11 @@ def test_a_wheel_holds_no_top_level_training(tmp_path):
     assert "okgin_training/policy.py" in names and "okgin_env/rules/melds.py" in names
     assert {f"okgin_env/web/static/{page}" for page in ("index.html", "app.js", "style.css")} <= set(names)  # okgin-web
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
-    from okgin_env.pretrained import PRETRAINED  # pretrained:NAME: the four files, as files, and nothing more
+    from okgin_env.pretrained import PRETRAINED  # pretrained:NAME: its files, as files, and nothing more
 
     shipped = {info.filename: info.file_size for info in zipfile.ZipFile(wheel).infolist() if info.filename.endswith(".pt")}
     assert shipped == {f"okgin_env/pretrained/{file}": (ROOT / "checkpoints" / file).stat().st_size for file in PRETRAINED.values()}
-    assert wheel.stat().st_size < 5_000_000  # a few MB: the four policies and the code
+    assert wheel.stat().st_size < 5_000_000  # a few MB: the five policies and the code
 
 
 def test_the_package_links_to_the_shipped_policies():

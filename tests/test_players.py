@@ -210,7 +210,7 @@ def test_a_shipped_policy_by_name_loads_from_any_folder(tmp_path, monkeypatch):
     from okgin_env.pretrained import PRETRAINED, pretrained_path
 
     monkeypatch.chdir(tmp_path)  # no checkpoints/ here: the names resolve in the installed package
-    assert list(PRETRAINED) == ["classic", "standard", "penalty-3p", "penalty-4p"]
+    assert list(PRETRAINED) == ["classic", "standard", "standard-hands", "penalty-3p", "penalty-4p"]
     for name in PRETRAINED:
         assert Path(pretrained_path(f"pretrained:{name}")).is_file()
     pair = evaluate({"a": "pretrained:classic", "b": "random"}, matches=2, seed=3, episode="round").pair("a", "b")
@@ -220,7 +220,7 @@ def test_a_shipped_policy_by_name_loads_from_any_folder(tmp_path, monkeypatch):
     with pytest.raises(ValueError) as error:
         check_player("pretrained:clasic")
     assert str(error.value) == ("unknown pretrained policy 'clasic'; allowed: pretrained:classic, pretrained:standard, "
-                                "pretrained:penalty-3p, pretrained:penalty-4p")
+                                "pretrained:standard-hands, pretrained:penalty-3p, pretrained:penalty-4p")
     pytest.importorskip("torch")
     import okgin_training
 

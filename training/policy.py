@@ -38,6 +38,7 @@ from .features import (
     decision_features_batch,
 )
 from .model import PolicyValueNet, parameter_shapes
+from .symmetry import SuitSymmetricNet
 
 CHECKPOINT_FORMAT = 1
 #: Widest network a checkpoint may describe (trained ones use 192): bounds what a file can make us build.
@@ -196,9 +197,9 @@ def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
         )
     if not is_int(hidden) or not 1 <= hidden <= MAX_HIDDEN:
         raise CheckpointError(f"checkpoint {path}: metadata hidden={hidden!r}; expected an int in 1..{MAX_HIDDEN}")
-    outlook = meta.get("outlook_features", False)  # absent in files made before the option
-    if not isinstance(outlook, bool):
-        raise CheckpointError(f"checkpoint {path}: metadata outlook_features={outlook!r}; expected true or false")
+    for flag in ("outlook_features", "suit_symmetric"):  # absent in files made before the options
+        if not isinstance(meta.get(flag, False), bool):
+            raise CheckpointError(f"checkpoint {path}: metadata {flag}={meta[flag]!r}; expected true or false")
 
 
 def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -405,6 +406,7 @@ def load_policy(
     *,
     rules: str | RulesConfig | None = "classic",
     num_players: int | None = None,
+    suit_symmetric: bool | None = None,
 ) -> NetworkPolicy:
     """A policy object with ``act(observation) -> int`` from a checkpoint file, or from a shipped
     policy by name (``"pretrained:classic"``, ``okgin_env.pretrained``).
@@ -414,11 +416,22 @@ def load_policy(
     ``CheckpointError``. ``rules`` may be a preset name (``num_players`` then defaults to that
     preset's own count), a ``RulesConfig`` (its preset and player count), or ``None`` to accept
     the file's own rules. ``threads``: torch CPU threads to use (default 1, the fastest for
-    single observations; ``None`` leaves torch's setting alone). Loading does not draw from
-    torch's global random generator.
+    single observations; ``None`` leaves torch's setting alone). ``suit_symmetric``: average each
+    decision over the renamings of the suits (``training.symmetry``; only those that keep spades
+    where the table's ``spade_double`` is on); ``None``: as the file's metadata says (default
+    off). Loading does not draw from torch's global random generator.
     """
     if isinstance(rules, str) and rules in PRESETS and num_players is None:
         num_players = make_config(rules).num_players
     payload = load_checkpoint(path, rules=rules, num_players=num_players)
+    meta = payload["metadata"]
     model = model_from_checkpoint(payload)
-    return NetworkPolicy(model, payload["metadata"]["num_players"], greedy=greedy, seed=seed, threads=threads)
+    if suit_symmetric is None:
+        suit_symmetric = meta.get("suit_symmetric", False)
+    if not isinstance(suit_symmetric, bool):
+        raise ValueError(f"suit_symmetric must be True, False or None, got {suit_symmetric!r}")
+    if suit_symmetric:
+        table = rules if isinstance(rules, RulesConfig) else make_config(
+            rules if isinstance(rules, str) else meta["rules"], num_players=meta["num_players"])
+        model = SuitSymmetricNet(model, meta["num_players"], keep_spades=table.spade_double)
+    return NetworkPolicy(model, meta["num_players"], greedy=greedy, seed=seed, threads=threads)

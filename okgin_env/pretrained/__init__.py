@@ -17,6 +17,7 @@ PREFIX = "pretrained:"
 PRETRAINED = {
     "classic": "okgin_classic.pt",
     "standard": "okgin_standard.pt",
+    "standard-hands": "okgin_standard_hands.pt",
     "penalty-3p": "okgin_penalty_3p.pt",
     "penalty-4p": "okgin_penalty_4p.pt",
 }
