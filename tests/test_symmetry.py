@@ -126,3 +126,18 @@ def test_a_file_asks_for_symmetric_play_and_the_caller_may_override_it(tmp_path)
     save_checkpoint(bad, PolicyValueNet(378, hidden=32), {"rules": "standard", "num_players": 2, "suit_symmetric": 1})
     with pytest.raises(CheckpointError, match="suit_symmetric=1; expected true or false"):
         load_policy(bad, rules="standard")
+
+
+def test_the_shipped_hand_player_is_the_history_file_asking_for_symmetric_play():
+    """docs/standard_policy.md: pretrained:standard-hands is run S's weights with suit_symmetric on."""
+    from pathlib import Path
+
+    from training.policy import load_checkpoint
+
+    root = Path(__file__).resolve().parent.parent
+    shipped = load_checkpoint(root / "checkpoints" / "okgin_standard_hands.pt", rules="standard")
+    history = load_checkpoint(root / "checkpoints" / "history" / "okgin_standard_hand_player.pt", rules="standard")
+    assert shipped["metadata"] == {**history["metadata"], "suit_symmetric": True}
+    assert shipped["model"].keys() == history["model"].keys()
+    assert all(torch.equal(shipped["model"][name], history["model"][name]) for name in history["model"])
+    assert isinstance(load_policy("pretrained:standard-hands", rules="standard").model, SuitSymmetricNet)
