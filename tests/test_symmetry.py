@@ -12,7 +12,7 @@ from okgin_env.observation import PackedEncoder  # noqa: E402
 from okgin_env.rules.cards import NUM_CARDS, from_mask, rank_of, suit_of, to_mask  # noqa: E402
 from okgin_env.rules.config import make_config  # noqa: E402
 from okgin_env.rules.round import Phase, RoundState  # noqa: E402
-from training.model import PolicyValueNet  # noqa: E402
+from training.model import PolicyValueNet, SuitEquivariantNet, make_network  # noqa: E402
 from training.policy import CheckpointError, encode_states, load_policy, save_checkpoint  # noqa: E402
 from training.symmetry import SuitSymmetricNet, renaming_indices, suit_renamings  # noqa: E402
 
@@ -38,13 +38,14 @@ def _renamed(state: RoundState, perm) -> RoundState:
         reshuffles=state.reshuffles)
 
 
-def _decisions(rules: str, count: int, seed: int) -> list[RoundState]:
+def _decisions(rules: str, count: int, seed: int, num_players: int | None = None) -> list[RoundState]:
     """Rounds in play after random legal moves: offers, draws, discards (knocks among the legal ones)."""
-    config, rng, states = make_config(rules), random.Random(seed), []
+    config, rng, states = make_config(rules, num_players=num_players), random.Random(seed), []
     while len(states) < count:
         deck = list(range(NUM_CARDS))
         rng.shuffle(deck)
-        state = RoundState(config, deck, dealer=rng.randrange(2), rng=np.random.default_rng(rng.randrange(2**31)))
+        state = RoundState(config, deck, dealer=rng.randrange(config.num_players),
+                           rng=np.random.default_rng(rng.randrange(2**31)))
         for _ in range(rng.randrange(0, 30)):
             if state.phase is Phase.OVER:
                 break
@@ -141,3 +142,60 @@ def test_the_shipped_hand_player_is_the_history_file_asking_for_symmetric_play()
     assert shipped["model"].keys() == history["model"].keys()
     assert all(torch.equal(shipped["model"][name], history["model"][name]) for name in history["model"])
     assert isinstance(load_policy("pretrained:standard-hands", rules="standard").model, SuitSymmetricNet)
+
+
+@pytest.mark.parametrize(("rules", "num_players"), [("standard", 2), ("penalty", 3), ("penalty", 4)])
+def test_the_suit_equivariant_network_plays_a_renamed_round_as_the_round(rules, num_players):
+    """``SuitEquivariantNet`` needs no averaging: its log-probabilities and value of a round and of the
+    round with its suits renamed are the same, action for renamed action; so the 24-renaming
+    average of it is itself."""
+    torch.manual_seed(2)
+    config = make_config(rules, num_players=num_players)
+    encoder = PackedEncoder(num_players, config.target_score)
+    network = SuitEquivariantNet(encoder.size, hidden=48).eval()
+    averaged = SuitSymmetricNet(network, num_players).eval()
+    renamings = suit_renamings()
+    _, id_maps = renaming_indices(num_players, renamings)
+    scores = [[3 * seat for seat in range(num_players)]]
+    for index, state in enumerate(_decisions(rules, 20, seed=11, num_players=num_players)):
+        r = 1 + index % 23
+        (inputs, actions), (inputs2, actions2) = (encode_states(encoder, [s], scores)
+                                                  for s in (state, _renamed(state, renamings[r])))
+        with torch.no_grad():
+            logits, value = network(*inputs)
+            logits2, value2 = network(*inputs2)
+            log_probs, averaged_value = averaged(*inputs)
+        count = len(actions[0])
+        by_action = dict(zip(id_maps[r][inputs[3][0, :count]].tolist(), logits[0, :count].tolist()))
+        assert by_action.keys() == set(actions2[0])
+        assert all(abs(by_action[a] - v) < 1e-4 for a, v in zip(actions2[0], logits2[0].tolist()))
+        assert abs(float(value) - float(value2)) < 1e-5 and abs(float(value) - float(averaged_value)) < 1e-5
+        assert torch.allclose(log_probs[0, :count], logits[0, :count].log_softmax(-1), atol=1e-5)
+
+
+def test_a_suit_equivariant_file_records_its_network_and_loads_as_it(tmp_path):
+    torch.manual_seed(3)
+    network = make_network("suits", 378, hidden=40)
+    path = tmp_path / "suits.pt"
+    save_checkpoint(path, network, {"rules": "standard", "num_players": 2})
+    payload = torch.load(path, weights_only=True)
+    assert payload["metadata"]["network"] == "suits"
+    policy = load_policy(path, rules="standard")
+    assert isinstance(policy.model, SuitEquivariantNet)
+    encoder = PackedEncoder(2, 100)
+    inputs, _ = encode_states(encoder, _decisions("standard", 4, seed=1), [[0, 0]] * 4)
+    with torch.no_grad():
+        assert torch.equal(policy.model(*inputs)[0], network.eval()(*inputs)[0])
+    # The older files' metadata has no "network" (an mlp); their bytes do not change.
+    save_checkpoint(tmp_path / "mlp.pt", PolicyValueNet(378, hidden=40), {"rules": "standard", "num_players": 2})
+    assert "network" not in torch.load(tmp_path / "mlp.pt", weights_only=True)["metadata"]
+    payload["metadata"]["network"] = "convolutional"
+    torch.save(payload, tmp_path / "unknown.pt")
+    with pytest.raises(CheckpointError, match="network='convolutional'; allowed: 'mlp', 'suits'"):
+        load_policy(tmp_path / "unknown.pt", rules="standard")
+    payload["metadata"]["network"] = "mlp"  # the metadata says mlp, the weights are the other network's
+    torch.save(payload, tmp_path / "mismatch.pt")
+    with pytest.raises(CheckpointError, match="does not match the network"):
+        load_policy(tmp_path / "mismatch.pt", rules="standard")
+    with pytest.raises(ValueError, match="network='cnn'; allowed"):
+        make_network("cnn", 378)

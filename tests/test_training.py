@@ -543,6 +543,30 @@ def test_init_from_with_another_network_width_is_a_clear_error(trained_run: Path
                     "--init-from", str(trained_run / "last.pt")], dataclasses.replace(TINY_HYPER, hidden=64))
 
 
+@pytest.mark.parametrize("device", ["", "cpu"])
+def test_the_suit_equivariant_network_trains_saves_resumes_and_plays(device: str, tmp_path: Path):
+    """``Hyperparameters(network="suits")`` on either engine: its files say so, a resume continues it,
+    ``load_policy`` plays it, and another network's file cannot start it."""
+    from training.model import SuitEquivariantNet
+
+    hyper = dataclasses.replace(TINY_HYPER, network="suits", hidden=48)
+    run_dir = tmp_path / "suits"
+    device_flags = ["--device", device] if device else []
+    args = [*TINY, "--rules", "standard", "--episode", "round", "--bc-updates", "1", "--run-dir", str(run_dir),
+            *device_flags]
+    assert train_main([*args, "--total-decisions", "128"], hyper)["updates"] == 2
+    assert load_checkpoint(run_dir / "last.pt", rules="standard")["metadata"]["network"] == "suits"
+    assert train_main([*args, "--total-decisions", "192", "--resume"], hyper)["updates"] == 3
+    policy = load_policy(run_dir / "last.pt", rules="standard")
+    assert isinstance(policy.model, SuitEquivariantNet)
+    from okgin_env.evaluate import evaluate
+    assert evaluate({"suits": policy, "simple": "simple"}, matches=4, episode="round", rules="standard", seed=1,
+                    progress=False).pairs[0].rounds == 4
+    with pytest.raises(ValueError, match="the checkpoint's network is 'suits'; this run's is Hyperparameters.network='mlp'"):
+        train_main([*TINY, "--rules", "standard", "--total-decisions", "128", "--run-dir", str(tmp_path / "x"),
+                    "--init-from", str(run_dir / "last.pt")], dataclasses.replace(TINY_HYPER, hidden=48))
+
+
 # ----------------------------------------------------------------------------- improvement by rollouts
 
 

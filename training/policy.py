@@ -4,7 +4,7 @@ A checkpoint is the ``torch.save`` of a dict ``{"format": 1, "model": state_dict
 {...}}`` (a run's ``last.pt`` also holds optimizer states). ``load_checkpoint`` reads it with
 ``weights_only=True`` (no code in the file runs) and checks every field before anything is
 built from it: the metadata's types and values (``rules``, ``num_players``,
-``observation_size``, ``hidden``, the observation layout version), that it was made for the
+``observation_size``, ``hidden``, ``network``, the observation layout version), that it was made for the
 rules the caller plays, and that every weight tensor has the shape the network expects and is
 finite. Any problem is a ``CheckpointError`` naming the file and what is wrong. So a file of
 another preset, a damaged file or a hostile one never reaches the network, and no size read
@@ -37,7 +37,7 @@ from .features import (
     decision_features,
     decision_features_batch,
 )
-from .model import PolicyValueNet, parameter_shapes
+from .model import NETWORKS, PolicyValueNet, SuitEquivariantNet, make_network, parameter_shapes
 from .symmetry import SuitSymmetricNet
 
 CHECKPOINT_FORMAT = 1
@@ -72,6 +72,7 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str,
             "observation_size": model.observation_size,
             "hidden": model.encoder[0].out_features,
             "outlook_features": model.outlook,
+            **({} if model.network == "mlp" else {"network": model.network}),  # the older files' bytes kept
             **metadata,
         },
         **(extra or {}),
@@ -156,7 +157,8 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
             f"play it with rules={meta['rules']!r}, num_players={meta['num_players']}"
         )
     _check_weights(path, payload["model"],
-                   parameter_shapes(meta["observation_size"], meta["hidden"], meta.get("outlook_features", False)))
+                   parameter_shapes(meta["observation_size"], meta["hidden"], meta.get("outlook_features", False),
+                                    network=meta.get("network", "mlp")))
     return payload
 
 
@@ -200,6 +202,9 @@ def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
     for flag in ("outlook_features", "suit_symmetric"):  # absent in files made before the options
         if not isinstance(meta.get(flag, False), bool):
             raise CheckpointError(f"checkpoint {path}: metadata {flag}={meta[flag]!r}; expected true or false")
+    network = meta.get("network", "mlp")  # absent: every file made before the suit-equivariant network
+    if not isinstance(network, str) or network not in NETWORKS:
+        raise CheckpointError(f"checkpoint {path}: metadata network={network!r}; allowed: {', '.join(map(repr, NETWORKS))}")
 
 
 def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -> None:
@@ -226,10 +231,10 @@ def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -
             raise CheckpointError(f"checkpoint {path}: weight {name} holds NaN or infinite values")
 
 
-def build_model(metadata: dict[str, Any]) -> PolicyValueNet:
-    """A freshly initialised network of the sizes in ``metadata`` (draws from torch's RNG)."""
-    return PolicyValueNet(metadata["observation_size"], hidden=metadata.get("hidden", 192),
-                          outlook=metadata.get("outlook_features", False))
+def build_model(metadata: dict[str, Any]) -> PolicyValueNet | SuitEquivariantNet:
+    """A freshly initialised network of the kind and sizes in ``metadata`` (draws from torch's RNG)."""
+    return make_network(metadata.get("network", "mlp"), metadata["observation_size"],
+                        hidden=metadata.get("hidden", 192), outlook=metadata.get("outlook_features", False))
 
 
 def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:

@@ -40,7 +40,7 @@ from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATUR
 from .host_tables import HostTables, Teacher
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
 from .manifest import write_manifest
-from .model import PolicyValueNet
+from .model import NETWORKS, PolicyValueNet
 from .policy import MAX_HIDDEN, build_model
 from .run import Evaluator, RunBook, RunFiles, RunLog, StopSignals, starting_point
 from .tensor_rollout import TensorTables, check_tensor_settings, resolve_device
@@ -74,6 +74,8 @@ class Hyperparameters:
     gae_lambda: float = setting(0.95, "GAE lambda (gamma is 1 within a round)", low=0.0, high=1.0)
     reward_scale: float = setting(25.0, "round points are divided by this", above=0)
     hidden: int = setting(192, "hidden width of the network", low=1, high=MAX_HIDDEN)
+    network: str = setting("mlp", "the network (training.model.NETWORKS): mlp (every shipped policy's) or suits "
+                           "(suit-equivariant: each suit's cards through one shared encoder)", choices=tuple(NETWORKS))
     eval_max_rounds: int = setting(50, "an evaluation match undecided after this many rounds is a draw "
                                        "(a policy that never knocks would play forever against random)", low=1)
     torch_threads: int = setting(1, "torch CPU threads in the learner (the evaluation has the other core)", low=1)
@@ -346,7 +348,7 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     table_rng = np.random.default_rng(config.seed)
 
     observation_size = layout_for(rules.num_players).size
-    model = build_model({"observation_size": observation_size, "hidden": hyper.hidden,
+    model = build_model({"observation_size": observation_size, "hidden": hyper.hidden, "network": hyper.network,
                          "outlook_features": config.outlook_features})
     # The tensor engine's device holds the network (and so the optimizer's state, also on a resume).
     device = resolve_device(config.device) if config.device else torch.device("cpu")
