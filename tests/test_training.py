@@ -26,7 +26,8 @@ pytestmark = pytest.mark.long  # one of the default suite's long modules: -m "no
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 SHIPPED = CHECKPOINTS / "okgin_classic.pt"
 STAGE_ONE = CHECKPOINTS / "okgin_classic_ppo.pt"  # the PPO policy that training.improve starts from
-TINY = ["--num-tables", "8", "--bc-updates", "1", "--eval-every", "1000", "--eval-matches", "2"]
+# The tests' runs train the recipes' network (mlp); --network suits, the default, has its own test.
+TINY = ["--num-tables", "8", "--bc-updates", "1", "--eval-every", "1000", "--eval-matches", "2", "--network", "mlp"]
 TINY_HYPER = Hyperparameters(rollout_length=8, bc_epochs=1, ppo_epochs=1, minibatch_size=32, eval_max_rounds=2)
 
 
@@ -545,15 +546,15 @@ def test_init_from_with_another_network_width_is_a_clear_error(trained_run: Path
 
 @pytest.mark.parametrize("device", ["", "cpu"])
 def test_the_suit_equivariant_network_trains_saves_resumes_and_plays(device: str, tmp_path: Path):
-    """``Hyperparameters(network="suits")`` on either engine: its files say so, a resume continues it,
+    """``--network suits`` (the default; TINY asks for mlp) on either engine: its files say so, a resume continues it,
     ``load_policy`` plays it, and another network's file cannot start it."""
     from training.model import SuitEquivariantNet
 
-    hyper = dataclasses.replace(TINY_HYPER, network="suits", hidden=48)
+    hyper = dataclasses.replace(TINY_HYPER, hidden=48)
     run_dir = tmp_path / "suits"
     device_flags = ["--device", device] if device else []
-    args = [*TINY, "--rules", "standard", "--episode", "round", "--bc-updates", "1", "--run-dir", str(run_dir),
-            *device_flags]
+    args = [*TINY, "--network", "suits", "--rules", "standard", "--episode", "round", "--bc-updates", "1",
+            "--run-dir", str(run_dir), *device_flags]
     assert train_main([*args, "--total-decisions", "128"], hyper)["updates"] == 2
     assert load_checkpoint(run_dir / "last.pt", rules="standard")["metadata"]["network"] == "suits"
     assert train_main([*args, "--total-decisions", "192", "--resume"], hyper)["updates"] == 3
@@ -562,9 +563,9 @@ def test_the_suit_equivariant_network_trains_saves_resumes_and_plays(device: str
     from okgin_env.evaluate import evaluate
     assert evaluate({"suits": policy, "simple": "simple"}, matches=4, episode="round", rules="standard", seed=1,
                     progress=False).pairs[0].rounds == 4
-    with pytest.raises(ValueError, match="the checkpoint's network is 'suits'; this run's is Hyperparameters.network='mlp'"):
+    with pytest.raises(ValueError, match="the checkpoint's network is 'suits'; this run's is 'mlp': pass --network suits"):
         train_main([*TINY, "--rules", "standard", "--total-decisions", "128", "--run-dir", str(tmp_path / "x"),
-                    "--init-from", str(run_dir / "last.pt")], dataclasses.replace(TINY_HYPER, hidden=48))
+                    "--network", "mlp", "--init-from", str(run_dir / "last.pt")], hyper)
 
 
 # ----------------------------------------------------------------------------- improvement by rollouts

@@ -193,7 +193,7 @@ def stage_configs(config: PipelineConfig, root: Path) -> dict[str, Any]:
     ppo = TrainConfig(seed=config.seed, rules=config.rules, num_players=config.num_players,
                       total_decisions=recipe.ppo_decisions, bc_updates=recipe.bc_updates, bc_teacher=recipe.bc_teacher,
                       outlook_features=recipe.outlook_features, opponent_pool=recipe.opponent_pool,
-                      eval_matches=recipe.ppo_eval_matches, hyper=RECIPE_HYPERPARAMETERS)
+                      eval_matches=recipe.ppo_eval_matches, network="mlp", hyper=RECIPE_HYPERPARAMETERS)
     if config.quick:  # small tables and rollouts, an evaluation every other update
         ppo = dataclasses.replace(ppo, num_tables=16, bc_updates=2, eval_every=2, eval_matches=4,
                                   hyper=dataclasses.replace(RECIPE_HYPERPARAMETERS, rollout_length=32))

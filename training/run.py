@@ -356,10 +356,10 @@ def check_width(config: Any, payload: dict[str, Any], flag: str) -> None:
     if hidden != config.hyper.hidden:
         raise ValueError(f"{flag}: the checkpoint has hidden={hidden}; this run's network has "
                          f"Hyperparameters.hidden={config.hyper.hidden}")
-    network, wanted = payload["metadata"].get("network", "mlp"), getattr(config.hyper, "network", "mlp")
-    if network != wanted:
-        raise ValueError(f"{flag}: the checkpoint's network is {network!r}; this run's is Hyperparameters.network="
-                         f"{wanted!r}")
+    network = payload["metadata"].get("network", "mlp")
+    if network != config.network:
+        raise ValueError(f"{flag}: the checkpoint's network is {network!r}; this run's is {config.network!r}: "
+                         f"pass --network {network}")
     outlook = payload["metadata"].get("outlook_features", False)
     if outlook != config.outlook_features:
         raise ValueError(f"{flag}: the checkpoint's network {'reads' if outlook else 'does not read'} the outlook "

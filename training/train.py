@@ -74,8 +74,6 @@ class Hyperparameters:
     gae_lambda: float = setting(0.95, "GAE lambda (gamma is 1 within a round)", low=0.0, high=1.0)
     reward_scale: float = setting(25.0, "round points are divided by this", above=0)
     hidden: int = setting(192, "hidden width of the network", low=1, high=MAX_HIDDEN)
-    network: str = setting("mlp", "the network (training.model.NETWORKS): mlp (every shipped policy's) or suits "
-                           "(suit-equivariant: each suit's cards through one shared encoder)", choices=tuple(NETWORKS))
     eval_max_rounds: int = setting(50, "an evaluation match undecided after this many rounds is a draw "
                                        "(a policy that never knocks would play forever against random)", low=1)
     torch_threads: int = setting(1, "torch CPU threads in the learner (the evaluation has the other core)", low=1)
@@ -102,6 +100,9 @@ class TrainConfig:
     bc_teacher: str = setting("simple", "the player imitated in the first --bc-updates, a player spec (simple, "
                               "lookahead, lookahead:hold_for_gin=0.06, a policy file); not a held-out bot, "
                               "and reproducible (no time_limit)")
+    network: str = setting("suits", "the policy network (training.model): suits (suit-equivariant: each suit's cards "
+                           "through one shared encoder; the measured learning curve's) or mlp (every shipped "
+                           "policy's, the recipes')", choices=tuple(NETWORKS))
     outlook_features: bool = setting(False, "the network also reads, per action, the chance to knock and to go gin "
                                      "after the next stock draw and the mean deadwood it leaves "
                                      "(okgin_env.features.outlook_features; the penalty recipe's)")
@@ -348,7 +349,7 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     table_rng = np.random.default_rng(config.seed)
 
     observation_size = layout_for(rules.num_players).size
-    model = build_model({"observation_size": observation_size, "hidden": hyper.hidden, "network": hyper.network,
+    model = build_model({"observation_size": observation_size, "hidden": hyper.hidden, "network": config.network,
                          "outlook_features": config.outlook_features})
     # The tensor engine's device holds the network (and so the optimizer's state, also on a resume).
     device = resolve_device(config.device) if config.device else torch.device("cpu")
