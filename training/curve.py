@@ -2,7 +2,8 @@
 
 ``python -m training.curve --run-dir runs/curve`` trains one PPO run (``training.train``) under
 the ``standard`` preset (plain gin, knock at 10) against ``simple`` alone, one hand per episode
-paying +1 won, -1 lost, 0 drawn, from random weights (``--bc-updates N``: its first N updates
+paying +1 won, -1 lost, 0 drawn, with ``training.train``'s default network (``--network suits``),
+from random weights (``--bc-updates N``: its first N updates
 imitate ``simple`` instead, a warm start stated in every output). At each milestone (by default
 0.5, 1, 2, 5, 10, 20 and 35 million learner decisions) it stops training, measures the greedy
 policy on ``--hands`` fresh single hands against ``simple`` (mirrored deals, each from both
