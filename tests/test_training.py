@@ -538,6 +538,15 @@ def test_round_reward_win_pays_the_sign_of_each_rounds_points(device: str, monke
     assert not rewards[~ends].any()
 
 
+def test_a_missing_init_from_file_is_refused_before_the_run_folder_is_made(tmp_path: Path, capsys):
+    from training.train import cli as train_cli
+
+    assert train_cli(["--init-from", str(tmp_path / "missing.pt"), "--run-dir", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "missing.pt does not exist" in err and err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
 def test_init_from_with_another_network_width_is_a_clear_error(trained_run: Path, tmp_path: Path):
     with pytest.raises(ValueError, match="the checkpoint has hidden=192; this run's network has Hyperparameters.hidden=64"):
         train_main([*TINY, "--total-decisions", "128", "--run-dir", str(tmp_path / "x"),
@@ -908,12 +917,24 @@ def test_exploit_trains_a_best_response_and_measures_it_on_fresh_mirrored_deals(
     assert "best response to simple after" in capsys.readouterr().out
 
 
+def test_an_exploit_best_response_has_the_network_of_its_init_from_file(tmp_path: Path):
+    """The recipes' network (mlp) by default; a suit-equivariant --init-from file starts a suits run."""
+    from training.exploit import ExploitConfig, training_config
+    from training.model import make_network
+
+    path = tmp_path / "suits.pt"
+    save_checkpoint(path, make_network("suits", 378, hidden=32), {"rules": "classic", "num_players": 2})
+    assert training_config(ExploitConfig(policy="simple")).network == "mlp"
+    assert training_config(ExploitConfig(policy="simple", init_from=str(path))).network == "suits"
+
+
 @pytest.mark.parametrize("argv, message", [
     ([], "--policy is required"),
     (["--policy", "aggressor"], "--policy 'aggressor': the held-out bots"),
     (["--policy", "search:time_limit=0.1"], "a time_limit makes play depend"),
     (["--policy", "missing.pt"], "missing.pt"),
     (["--policy", "simple", "--matches", "1"], "--matches"),
+    (["--policy", "simple", "--init-from", "missing_start.pt"], "missing_start.pt"),
 ])
 def test_exploit_refuses_bad_arguments_with_one_line(tmp_path: Path, capsys, argv, message):
     from training.exploit import cli as exploit_cli

@@ -41,8 +41,8 @@ from .host_tables import HostTables, Teacher
 from .league import SELF, SnapshotPool, check_training_player, parse_pool, split_tables
 from .manifest import write_manifest
 from .model import NETWORKS, PolicyValueNet
-from .policy import MAX_HIDDEN, build_model
-from .run import Evaluator, RunBook, RunFiles, RunLog, StopSignals, starting_point
+from .policy import MAX_HIDDEN, build_model, load_checkpoint
+from .run import Evaluator, RunBook, RunFiles, RunLog, StopSignals, check_width, starting_point
 from .tensor_rollout import TensorTables, check_tensor_settings, resolve_device
 
 LearnerTables = HostTables | TensorTables  # the tables protocol of collect_rollout (training.host_tables)
@@ -136,6 +136,8 @@ def check_config(config: TrainConfig) -> RulesConfig:
     parse_pool(config.opponent_pool, rules)
     if config.device:
         check_tensor_settings(config)
+    if config.init_from:  # the file, its seats, width and network: refused before the run folder is made
+        check_width(config, load_checkpoint(config.init_from, num_players=rules.num_players), "--init-from")
     return rules
 
 
