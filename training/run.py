@@ -342,8 +342,8 @@ def starting_point(config: Any, files: RunFiles, model: PolicyValueNet, optimize
     if config.init_from:
         # Weights carry across presets with the same seats and observation (classic into standard):
         # the rules a network was trained for are a starting point here, not a contract.
+        # (its seats, width and network were checked with the settings: training.train.check_config)
         payload = load_checkpoint(config.init_from, num_players=rules.num_players)
-        check_width(config, payload, "--init-from")  # (the seats fix the observation's size: checked on load)
         model.load_state_dict(payload["model"])
         trained_for = payload["metadata"]["rules"]
         note = "" if trained_for == rules.rules else f" (trained for {trained_for}; fine-tuned for {rules.rules})"

@@ -6,9 +6,10 @@ trained network is not exactly so: it learnt each suit's planes separately, and 
 a little noise from that. ``SuitSymmetricNet`` removes it at play time: it feeds the network the
 decision under each of the 24 renamings of the suits (the card planes of the observation and the
 card of each discard or knock action renamed together; the context and the per-action features
-are the same in every renaming) and plays the normalised geometric mean of the 24 policies (the mean
-of each legal action's log-probabilities), with the mean of the 24 values. Under ``spade_double`` a spade upcard doubles the round, so only the 6 renamings
-that keep spades are used.
+are the same in every renaming) and plays the normalised geometric mean of the 24 policies (the
+mean of each legal action's log-probabilities), with the mean of the 24 values. Under
+``spade_double`` a spade upcard doubles the round, so only the 6 renamings that keep spades are
+used.
 
 Measured (docs/standard_policy.md, the hand player): about one point more of single hands won
 against ``simple`` than the same weights played directly, at about twice the time a decision.
@@ -25,7 +26,7 @@ from torch import nn
 
 from okgin_env.observation import layout_for
 from okgin_env.rules.actions import DISCARD_BASE, KNOCK_BASE, NUM_ACTIONS
-from okgin_env.rules.cards import NUM_CARDS, NUM_SUITS, rank_of, suit_of
+from okgin_env.rules.cards import NUM_CARDS, NUM_RANKS, NUM_SUITS, rank_of, suit_of
 
 SPADES = 0  # docs/rules.md §1: suit 0 of the card ids
 
@@ -43,7 +44,7 @@ def renaming_indices(num_players: int, renamings: list[tuple[int, ...]]) -> tupl
     layout = layout_for(num_players)
     gathers, id_maps = [], []
     for perm in renamings:
-        renamed = [perm[suit_of(card)] * (NUM_CARDS // NUM_SUITS) + rank_of(card) for card in range(NUM_CARDS)]
+        renamed = [perm[suit_of(card)] * NUM_RANKS + rank_of(card) for card in range(NUM_CARDS)]
         gather = list(range(layout.size))
         for plane in layout.card_planes:
             start = layout.slices[plane].start
