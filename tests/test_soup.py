@@ -64,6 +64,26 @@ def test_files_of_other_tables_or_networks_are_refused(tmp_path, capsys):
     assert "is not a float32 tensor" in capsys.readouterr().err and not out.exists()  # (load_checkpoint refuses it)
 
 
+def test_files_of_the_two_networks_are_refused_by_name(tmp_path, capsys):
+    """An mlp file beside a suit-equivariant one of the same table was a KeyError traceback: their
+    tensors have other names. The metadata's ``network`` (absent: mlp) must agree."""
+    from training.model import SuitEquivariantNet
+    from training.policy import save_checkpoint
+
+    start = load_checkpoint(PENALTY_3P)
+    meta = {key: start["metadata"][key] for key in ("rules", "num_players", "observation_size", "hidden", "outlook_features")}
+    suits = tmp_path / "suits.pt"
+    network = SuitEquivariantNet(meta["observation_size"], hidden=meta["hidden"], outlook=meta["outlook_features"])
+    save_checkpoint(suits, network, meta)
+    assert load_checkpoint(suits)["metadata"]["network"] == "suits"
+    out = tmp_path / "soup.pt"
+    for inputs in ([PENALTY_3P, str(suits)], [str(suits), PENALTY_3P]):
+        assert cli(["--out", str(out), *inputs]) == 2
+        error = capsys.readouterr().err
+        assert "network" in error and "only files of one table and one network" in error and not out.exists()
+    assert cli(["--out", str(out), str(suits), str(suits)]) == 0
+
+
 def test_the_shipped_3_player_file_is_the_average_of_the_shipped_files_it_names():
     """``okgin_penalty_3p.pt`` lists its inputs (``averaged_from``): they are kept, have the bytes
     recorded, and their average is its weights, tensor for tensor."""

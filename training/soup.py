@@ -32,11 +32,12 @@ from .policy import CheckpointError, load_checkpoint, write_checkpoint
 
 PROG = "python -m training.soup"
 #: Metadata that must agree for two files to share one table and one network (``load_checkpoint``
-#: checks each file's tensors against the shapes the last three give).
-SAME_METADATA = ("rules", "num_players", "observation_size", "hidden", "outlook_features")
+#: checks each file's tensors against the shapes the last four give).
+SAME_METADATA = ("rules", "num_players", "observation_size", "hidden", "outlook_features", "network")
 #: Metadata a file may lack, with the value ``load_checkpoint`` reads it as (files made before the
-#: option have no ``outlook_features``), so that two files of one network compare equal.
-LOADER_DEFAULTS = {"outlook_features": False}
+#: option have no ``outlook_features``, and mlp files no ``network``), so that two files of one
+#: network compare equal.
+LOADER_DEFAULTS = {"outlook_features": False, "network": "mlp"}
 
 
 def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
