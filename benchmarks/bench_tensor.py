@@ -23,6 +23,9 @@ decisions::
     rollout: system=today device=cpu tables=512 decisions_per_s=...
     rollout: system=tensor device=cpu tables=512 decisions_per_s=...
 
+``--network`` picks the learner's network for both (default ``suits``, ``training.train``'s; ``mlp``:
+the recipes' and the shipped files').
+
 ``--ppo`` adds the whole PPO learner (rollout, advantages and the gradient steps of
 ``training.train.update_networks`` with the shipped hyperparameters; no evaluation), counting learner
 decisions, for the same two systems (``--ppo-tables`` for today's, ``--ppo-tensor-tables`` for the
@@ -115,16 +118,16 @@ def learner_tables(tensor: bool, tables: int, device: str):
     return env
 
 
-def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
+def rollout_loop(system: str, tables: int, device: str, network: str, steps: int = 16):
     """Rollout collection of ``steps`` learner decisions per table, repeated; today's or the tensor path."""
     from okgin_env.observation import layout_for
-    from training.model import PolicyValueNet
+    from training.model import make_network
     from training.train import Rollout, collect_rollout
 
     torch.manual_seed(0)
     size = layout_for(2).size
     on = "cpu" if system == "today" else device
-    model = PolicyValueNet(size).to(on).eval()
+    model = make_network(network, size).to(on).eval()
     rollout = Rollout.allocate(steps, tables, size, device=on)
     env = learner_tables(system != "today", tables, device)
     sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
@@ -144,17 +147,17 @@ def rollout_loop(system: str, tables: int, device: str, steps: int = 16):
     return run
 
 
-def ppo_loop(system: str, tables: int, device: str):
+def ppo_loop(system: str, tables: int, device: str, network: str):
     """Whole PPO updates (``Hyperparameters()``'s rollout length, epochs and minibatches)."""
     from okgin_env.observation import layout_for
-    from training.model import PolicyValueNet
+    from training.model import make_network
     from training.train import Hyperparameters, Rollout, bootstrap_value, collect_rollout, compute_advantages, update_networks
 
     torch.manual_seed(0)
     hyper = Hyperparameters()
     size = layout_for(2).size
     on = device if system == "tensor" else "cpu"
-    model = PolicyValueNet(size, hidden=hyper.hidden).to(on)
+    model = make_network(network, size, hidden=hyper.hidden).to(on)
     optimizer = torch.optim.Adam(model.parameters(), lr=hyper.learning_rate, eps=1e-5)
     rollout = Rollout.allocate(hyper.rollout_length, tables, size, device=on)
     env = learner_tables(system == "tensor", tables, device)
@@ -197,6 +200,9 @@ def main() -> None:
     parser.add_argument("--ppo-tensor-tables", type=int, default=512,
                         help="the tensor PPO learner's tables (default %(default)s: on one CPU thread its "
                              "rollout runs as fast as at 2,048 and 4x faster than at 128)")
+    parser.add_argument("--network", default=None,
+                        help="the learner's network in --rollout and --ppo, a training.model.NETWORKS name "
+                             "(default: training.train's)")
     parser.add_argument("--seconds", type=float, default=3.0, help="wall time per measurement (default %(default)s)")
     parser.add_argument("--repeats", type=int, default=5, help="measurements per system; the median is printed")
     args = parser.parse_args()
@@ -208,22 +214,29 @@ def main() -> None:
     except (RuntimeError, TypeError) as error:
         parser.exit(2, f"bench_tensor.py: error: --device {args.device}: {error}\n")
     torch.set_num_threads(args.threads)
+    if args.rollout or args.ppo:  # the engine rows alone need no training package
+        from training.model import NETWORKS
+        from training.train import TrainConfig
+
+        args.network = TrainConfig.network if args.network is None else args.network
+        if args.network not in NETWORKS:
+            parser.error(f"--network {args.network!r}: allowed: {', '.join(NETWORKS)}")
     systems = {f"tensor_env: device={args.device} envs={n}": (lambda n=n: tensor_loop(n, args.device)) for n in args.envs}
     systems[f"batch_env: device=cpu envs={args.batch_envs}"] = lambda: batch_loop(args.batch_envs)
     if args.rollout:
         for tables in args.tables:
             systems[f"rollout: system=today device=cpu tables={tables}"] = (
-                lambda tables=tables: rollout_loop("today", tables, "cpu"))
+                lambda tables=tables: rollout_loop("today", tables, "cpu", args.network))
             systems[f"rollout: system=tensor device={args.device} tables={tables}"] = (
-                lambda tables=tables: rollout_loop("tensor", tables, args.device))
+                lambda tables=tables: rollout_loop("tensor", tables, args.device, args.network))
     tensor_tables = args.ppo_tensor_tables
     ppo_today = f"ppo: system=today device=cpu tables={args.ppo_tables}"
     ppo_tensor = f"ppo: system=tensor device={args.device} tables={tensor_tables}"
     ppo_update = f"ppo: system=update_only device=cpu tables={args.ppo_tables}"
     if args.ppo:
-        systems[ppo_today] = lambda: ppo_loop("today", args.ppo_tables, "cpu")
-        systems[ppo_tensor] = lambda: ppo_loop("tensor", tensor_tables, args.device)
-        systems[ppo_update] = lambda: ppo_loop("update", args.ppo_tables, "cpu")
+        systems[ppo_today] = lambda: ppo_loop("today", args.ppo_tables, "cpu", args.network)
+        systems[ppo_tensor] = lambda: ppo_loop("tensor", tensor_tables, args.device, args.network)
+        systems[ppo_update] = lambda: ppo_loop("update", args.ppo_tables, "cpu", args.network)
     loops = {name: factory() for name, factory in systems.items()}
     rates: dict[str, list[float]] = {name: [] for name in systems}
     for name, loop in loops.items():
@@ -235,7 +248,7 @@ def main() -> None:
             rates[name].append(decisions / (time.perf_counter() - start))
         print(f"  repeat {repeat + 1}/{args.repeats}: " + ", ".join(f"{r[-1]:,.0f}/s" for r in rates.values()), file=sys.stderr)
     print(f"torch {torch.__version__}, {args.threads} CPU thread(s), {args.seconds:g} s per measurement, "
-          f"median of {args.repeats}")
+          f"median of {args.repeats}" + (f", network {args.network}" if args.rollout or args.ppo else ""))
     for name, values in rates.items():
         unit = "learner_decisions_per_s" if name.startswith("ppo") else "decisions_per_s"
         print(f"{name} {unit}={statistics.median(values):.0f}")

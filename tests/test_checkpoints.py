@@ -188,6 +188,19 @@ def test_loading_a_policy_does_not_advance_torchs_random_generator():
     assert torch.equal(before, torch.random.get_rng_state())
 
 
+def test_the_package_loader_takes_every_argument_of_the_policy_loader():
+    """``okgin_training.load_policy`` (the documented entry) had no ``suit_symmetric``: a TypeError
+    where the model cards show it. Its parameters are the module function's, default for default."""
+    import inspect
+
+    from training.symmetry import SuitSymmetricNet
+
+    package, module = inspect.signature(package_load_policy), inspect.signature(load_policy)
+    assert [(p.name, p.kind, p.default) for p in package.parameters.values()] == \
+        [(p.name, p.kind, p.default) for p in module.parameters.values()]
+    assert isinstance(package_load_policy(SHIPPED, suit_symmetric=True).model, SuitSymmetricNet)
+
+
 def test_a_loaded_policy_refuses_an_observation_without_a_legal_action():
     policy = load_policy(SHIPPED)
     observation = np.zeros(layout_for(2).size, dtype=np.float32)

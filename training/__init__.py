@@ -7,16 +7,19 @@ policy files, so ``okgin_env.evaluate``, ``okgin-eval`` and ``okgin-play`` accep
 """
 
 
-def load_policy(path, greedy=True, seed=None, threads=1, *, rules="classic", num_players=None):
+def load_policy(path, greedy=True, seed=None, threads=1, *, rules="classic", num_players=None, suit_symmetric=None):
     """A policy with ``act(observation) -> int`` from a checkpoint (see ``policy.load_policy``):
     a path, or a shipped policy by name, ``load_policy("pretrained:classic")``.
 
     ``rules`` (a preset name or a ``RulesConfig``) and ``num_players``: what it will play
     (default: classic, two players); a file trained for anything else raises ``CheckpointError``.
+    ``suit_symmetric``: average each decision over the renamings of the suits (``None``: as the
+    file's metadata says).
     """
     from .policy import load_policy as _load  # torch only when a checkpoint is read
 
-    return _load(path, greedy=greedy, seed=seed, threads=threads, rules=rules, num_players=num_players)
+    return _load(path, greedy=greedy, seed=seed, threads=threads, rules=rules, num_players=num_players,
+                 suit_symmetric=suit_symmetric)
 
 
 def _register_with_okgin_env() -> None:
