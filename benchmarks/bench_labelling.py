@@ -39,28 +39,37 @@ sys.path.insert(0, str(ROOT))
 
 from okgin_env.rules.memo import clear_memos  # noqa: E402
 from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions  # noqa: E402
-from training.model import PolicyValueNet  # noqa: E402
+from training.model import NETWORKS  # noqa: E402
+from training.symmetry import SuitSymmetricNet  # noqa: E402
 
 
 def network_share(label, job, clock) -> float:
     """Milliseconds per labelled decision that one more run of ``label`` spends in the network's
-    forward passes (timed around ``PolicyValueNet.forward``): the floor that no work on the
-    states' Python side can go below."""
-    spent = [0.0]
-    forward = PolicyValueNet.forward
+    forward passes (timed around the ``forward`` of every network kind and of the suit-symmetric
+    wrapper, the outermost call only): the floor that no work on the states' Python side can go below."""
+    spent, depth = [0.0], [0]
+    classes = {*NETWORKS.values(), SuitSymmetricNet}
+    forwards = {cls: cls.forward for cls in classes}
 
-    def timed(self, *inputs):
-        start = clock()
-        try:
-            return forward(self, *inputs)
-        finally:
-            spent[0] += clock() - start
+    def timed_forward(forward):
+        def timed(self, *inputs):
+            depth[0] += 1
+            start = clock()
+            try:
+                return forward(self, *inputs)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    spent[0] += clock() - start
+        return timed
 
-    PolicyValueNet.forward = timed
+    for cls, forward in forwards.items():
+        cls.forward = timed_forward(forward)
     try:
         label(job)
     finally:
-        PolicyValueNet.forward = forward
+        for cls, forward in forwards.items():
+            cls.forward = forward
     return spent[0] * 1000 / job[-1]
 
 

@@ -129,6 +129,22 @@ def test_a_file_asks_for_symmetric_play_and_the_caller_may_override_it(tmp_path)
         load_policy(bad, rules="standard")
 
 
+def test_a_suit_symmetric_player_saves_as_its_network_and_the_flag(tmp_path):
+    """``save_checkpoint`` of ``load_policy(..., suit_symmetric=True).model`` was an AttributeError
+    (the wrapper has no ``observation_size``); it writes the network's weights and the flag."""
+    from training.policy import load_checkpoint, save_checkpoint
+
+    start = tmp_path / "plain.pt"
+    save_checkpoint(start, PolicyValueNet(378, hidden=32), {"rules": "standard", "num_players": 2})
+    player = load_policy(start, rules="standard", suit_symmetric=True)
+    again = tmp_path / "again.pt"
+    save_checkpoint(again, player.model, {"rules": "standard", "num_players": 2})
+    before, after = load_checkpoint(start), load_checkpoint(again)
+    assert after["metadata"] == {**before["metadata"], "suit_symmetric": True}
+    assert all(torch.equal(after["model"][name], tensor) for name, tensor in before["model"].items())
+    assert isinstance(load_policy(again, rules="standard").model, SuitSymmetricNet)
+
+
 def test_the_shipped_hand_player_is_the_history_file_asking_for_symmetric_play():
     """docs/standard_policy.md: pretrained:standard-hands is run S's weights with suit_symmetric on."""
     from pathlib import Path
@@ -142,6 +158,36 @@ def test_the_shipped_hand_player_is_the_history_file_asking_for_symmetric_play()
     assert shipped["model"].keys() == history["model"].keys()
     assert all(torch.equal(shipped["model"][name], history["model"][name]) for name in history["model"])
     assert isinstance(load_policy("pretrained:standard-hands", rules="standard").model, SuitSymmetricNet)
+
+
+@pytest.mark.parametrize(("name", "rules", "num_players", "weights_sha256"), [
+    ("classic", "classic", 2, "bb253ebfb878b76d6aaf8d1c974638426fbe8e91d48ec69befae272b3cf45e44"),
+    ("standard", "standard", 2, "05b5436655603d18691685d385325c0af7d095b204a23a574faeda67985f3f0e"),
+    ("penalty_3p", "penalty", 3, "585b7e2693a0d2acb1032edb357f2588c0010b623edc450812345e63386f2f0a"),
+    ("penalty_4p", "penalty", 4, "9fc9baf2ac7e7cd2b7cc3d08265bf37b761fda26a57f41d2f73ec51e42accd82"),
+])
+def test_the_shipped_match_players_are_their_networks_asking_for_symmetric_play(name, rules, num_players,
+                                                                                 weights_sha256):
+    """The model cards: since 2026-12-07 the classic, standard and penalty files play averaged over
+    the suits; their weights are the ones measured before (the hash of each file's tensors as it was
+    until then; the golden policy decisions check the classic network's outputs too)."""
+    import hashlib
+    from pathlib import Path
+
+    from training.policy import load_checkpoint
+
+    shipped = load_checkpoint(Path(__file__).resolve().parent.parent / "checkpoints" / f"okgin_{name}.pt", rules=rules,
+                              num_players=num_players)
+    digest = hashlib.sha256()
+    for tensor_name in sorted(shipped["model"]):
+        digest.update(tensor_name.encode())
+        digest.update(shipped["model"][tensor_name].numpy().tobytes())
+    assert digest.hexdigest() == weights_sha256
+    assert shipped["metadata"]["suit_symmetric"] is True and "network" not in shipped["metadata"]
+    spec = f"pretrained:{name.replace('_', '-')}"
+    assert isinstance(load_policy(spec, rules=rules, num_players=num_players).model, SuitSymmetricNet)
+    assert isinstance(load_policy(spec, rules=rules, num_players=num_players, suit_symmetric=False).model,
+                      PolicyValueNet)
 
 
 @pytest.mark.parametrize(("rules", "num_players"), [("standard", 2), ("penalty", 3), ("penalty", 4)])

@@ -610,6 +610,26 @@ def test_improve_labels_every_legal_action_reproducibly_and_fits_a_playable_poli
     assert not (tmp_path / "never").exists()
 
 
+def test_improve_from_a_suit_symmetric_file_writes_one_that_plays_so(trained_run: Path, tmp_path: Path):
+    """The start's labels come from its symmetric play; the fitted file dropped the flag and played
+    plainly, so its evaluation compared two different players."""
+    from training.improve import FitSettings, ImproveConfig, run
+    from training.policy import write_checkpoint
+    from training.symmetry import SuitSymmetricNet
+
+    payload = load_checkpoint(trained_run / "last.pt")
+    start = tmp_path / "symmetric.pt"
+    write_checkpoint(start, {**payload, "metadata": {**payload["metadata"], "suit_symmetric": True}})
+    config = ImproveConfig(init_from=str(start), decisions=12, workers=1, eval_matches=0, fit=FitSettings(epochs=1))
+    run(config, tmp_path / "improve", progress_bar=False)
+    assert load_checkpoint(tmp_path / "improve" / "fitted.pt")["metadata"]["suit_symmetric"] is True
+    assert isinstance(load_policy(tmp_path / "improve" / "fitted.pt").model, SuitSymmetricNet)
+    # A shipped policy by name, as load_policy takes it (its bytes were read from a path of that name).
+    named = dataclasses.replace(config, init_from="pretrained:standard-hands", decisions=4)
+    run(named, tmp_path / "named", progress_bar=False)
+    assert load_checkpoint(tmp_path / "named" / "fitted.pt")["metadata"]["suit_symmetric"] is True
+
+
 def test_imitation_targets_ignore_the_padding_even_when_every_label_is_negative():
     from training.improve import fit_loss
 
@@ -898,6 +918,28 @@ def test_a_resume_with_other_settings_than_last_pt_was_trained_with_is_refused(t
                     "--bc-teacher", "lookahead"])
 
 
+def test_a_run_recorded_before_the_network_setting_resumes_as_the_mlp_it_trained(trained_run: Path, tmp_path: Path):
+    """Runs started before ``--network`` existed trained the mlp and record no network. A missing
+    setting counts as its default, which is now suits: such a resume built a SuitEquivariantNet and
+    loading the mlp weights was a RuntimeError traceback. ``setting(absent="mlp")`` says what they ran."""
+    from training.manifest import MANIFEST
+    from training.policy import write_checkpoint
+
+    run_dir = tmp_path / "old"
+    run_dir.mkdir()
+    payload = load_checkpoint(trained_run / "last.pt")
+    del payload["metadata"]["args"]["network"]
+    write_checkpoint(run_dir / "last.pt", payload)
+    manifest = json.loads((trained_run / MANIFEST).read_text())
+    del manifest["config"]["network"]
+    (run_dir / MANIFEST).write_text(json.dumps(manifest))
+    untouched = [arg for arg in TINY if arg not in ("--network", "mlp")]
+    with pytest.raises(ValueError, match="network: 'mlp' -> 'suits'"):  # today's default: refused by name
+        train_main([*untouched, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume"])
+    train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume"])
+    assert load_checkpoint(run_dir / "last.pt")["metadata"]["progress"]["decisions"] == 384
+
+
 # ----------------------------------------------------------------------------- exploitability
 
 
@@ -920,12 +962,21 @@ def test_exploit_trains_a_best_response_and_measures_it_on_fresh_mirrored_deals(
 def test_an_exploit_best_response_has_the_network_of_its_init_from_file(tmp_path: Path):
     """The recipes' network (mlp) by default; a suit-equivariant --init-from file starts a suits run."""
     from training.exploit import ExploitConfig, training_config
+    from training.train import check_config
     from training.model import make_network
 
     path = tmp_path / "suits.pt"
     save_checkpoint(path, make_network("suits", 378, hidden=32), {"rules": "classic", "num_players": 2})
-    assert training_config(ExploitConfig(policy="simple")).network == "mlp"
+    plain = training_config(ExploitConfig(policy="simple"))
+    assert (plain.network, plain.outlook_features, plain.hyper.hidden) == ("mlp", False, 192)
     assert training_config(ExploitConfig(policy="simple", init_from=str(path))).network == "suits"
+    # Its inputs and width too: the shipped penalty files read the outlook columns, which okgin-exploit
+    # has no flag for ("pass --outlook-features" was the error), and a width is the file's.
+    assert training_config(ExploitConfig(policy="simple", init_from=str(path))).hyper.hidden == 32
+    penalty = training_config(ExploitConfig(policy="simple", rules="penalty", num_players=3,
+                                            init_from="checkpoints/okgin_penalty_3p.pt"))
+    assert (penalty.network, penalty.outlook_features, penalty.hyper.hidden) == ("mlp", True, 192)
+    check_config(penalty)  # the file's seats, width and inputs agree with the settings
 
 
 @pytest.mark.parametrize("argv, message", [

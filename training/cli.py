@@ -36,15 +36,18 @@ T = TypeVar("T")
 
 def setting(default: Any, help: str, *, low: float | None = None, high: float | None = None,
             above: float | None = None, choices: tuple = (), budget: bool = False,
-            runtime: bool = False, env: str = "") -> Any:  # noqa: A002
+            runtime: bool = False, env: str = "", absent: Any = dataclasses.MISSING) -> Any:  # noqa: A002
     """A settings field (``okgin_env.settings.setting``: its default, its help and its range,
     ``low``/``high`` inclusive, ``above`` exclusive, or one of ``choices``), declared once for the
     command line and the validator. ``budget``: how long the stage runs, which a resumed run may
     extend; ``runtime``: how it runs (processes, a cluster), not what it makes; a resume may change
     both (``training.manifest``). ``env``: the command line reads it from this environment
-    variable instead of a flag (where the machine, not the run, decides it: a cluster's address)."""
+    variable instead of a flag (where the machine, not the run, decides it: a cluster's address).
+    ``absent``: what a run recorded before the setting existed ran with, where that is not today's
+    default (``training.manifest.with_defaults``)."""
+    extra = {} if absent is dataclasses.MISSING else {"absent": absent}
     return declared(default, help, low=low, high=high, above=above, choices=choices, budget=budget, runtime=runtime,
-                    env=env)
+                    env=env, **extra)
 
 
 def flag_of(name: str) -> str:

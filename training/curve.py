@@ -2,7 +2,7 @@
 
 ``python -m training.curve --run-dir runs/curve`` trains one PPO run (``training.train``) under
 the ``standard`` preset (plain gin, knock at 10) against ``simple`` alone, one hand per episode
-paying +1 won, -1 lost, 0 drawn, with ``training.train``'s default network (``--network suits``),
+paying +1 won, -1 lost, 0 drawn, with ``training.train``'s default network (``--network suits``; ``mlp`` the other),
 from random weights (``--bc-updates N``: its first N updates
 imitate ``simple`` instead, a warm start stated in every output). At each milestone (by default
 0.5, 1, 2, 5, 10, 20 and 35 million learner decisions) it stops training, measures the greedy
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cli import Command, make_run_dir, setting
+from .model import NETWORKS
+from .train import TrainConfig
 
 PROG = "python -m training.curve"
 
@@ -62,6 +64,9 @@ class CurveConfig:
     minutes: float = setting(0.0, "also stop training after this many minutes (over every resume) and measure the "
                              "policy where it stopped, as the last row (0: no time limit)", low=0.0)
     workers: int = setting(1, "processes for each measurement (okgin_env.evaluate's workers)", low=1)
+    network: str = setting(TrainConfig.network, "the policy network (training.model; a curve begun before this "
+                           "setting trained the mlp: resume it with --network mlp)", choices=tuple(NETWORKS),
+                           absent="mlp")
 
 
 def milestones_of(config: CurveConfig) -> list[int]:
@@ -82,9 +87,7 @@ def milestones_of(config: CurveConfig) -> list[int]:
 
 def train_config(config: CurveConfig, decisions: int):
     """The ``training.train`` settings of the curve's run, trained up to ``decisions``."""
-    from .train import TrainConfig
-
-    return TrainConfig(seed=config.seed, rules="standard", total_decisions=decisions,
+    return TrainConfig(seed=config.seed, network=config.network, rules="standard", total_decisions=decisions,
                        num_tables=config.num_tables, bc_updates=config.bc_updates, opponent_pool="simple",
                        device=config.device, episode="round", round_reward="win", eval_every=10**9, eval_matches=20,
                        minutes=config.minutes)

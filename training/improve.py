@@ -68,6 +68,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from okgin_env.policy_loaders import policy_file_path
 from okgin_env.rules.config import make_config
 
 from .cli import Command, check_settings, make_run_dir, seed_everything, setting
@@ -286,6 +287,7 @@ def load_labels(chunks: list[Path]) -> dict[str, torch.Tensor]:
 def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, progress_bar: bool = True) -> dict[str, Any]:
     """Label, fit and evaluate one improvement step in ``run_dir``; the summary (also ``summary.json``)."""
     check_settings(config)
+    config = dataclasses.replace(config, init_from=policy_file_path(config.init_from))  # pretrained:NAME's file
     fit = config.fit
     if config.ray_address:
         require_ray(config.ray_address)  # before anything is written
@@ -388,7 +390,9 @@ def fit_and_evaluate(init_from: str, start: dict[str, Any], chunks: list[Path], 
         print(describe_epoch(history[-1], fit.epochs), flush=True)
     fitted = run_dir / "fitted.pt"
     fitted_meta = {"rules": rules, "num_players": meta["num_players"], "improved_from": str(init_from),
-                   **record, "labelled_decisions": int(size), "evaluation": {}}
+                   **record, "labelled_decisions": int(size), "evaluation": {},
+                   # played as the start was (its labels came from that play)
+                   **({"suit_symmetric": True} if meta.get("suit_symmetric") else {})}
     save_checkpoint(fitted, model, fitted_meta)
 
     # ---- evaluation: start and fitted on the same mirrored matches

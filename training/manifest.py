@@ -8,7 +8,10 @@ declared with ``setting(..., budget=True)``, such as a run's total decisions) ma
 A run folder may be copied or moved: a path setting is the same if it names the same file, or the
 same place relative to the run folder (``same_setting``). A setting added after a run started is
 missing from its record; it counts as recorded at its default (``with_defaults``), which is how
-a new setting keeps the old behaviour, so the run still resumes with it left at its default.
+a new setting keeps the old behaviour, so the run still resumes with it left at its default. A
+setting whose default is not what older runs did names that with ``setting(..., absent=VALUE)``
+(``--network``: runs recorded before it trained the mlp); such a run resumes when the command
+gives that value, and a resume that leaves it at today's default is refused by name.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ def with_defaults(recorded: Any, config: Any) -> Any:
     defaults, nested settings included: a record written before those settings existed."""
     if not isinstance(recorded, dict) or not dataclasses.is_dataclass(config):
         return recorded
-    filled = {**config_dict(type(config)()), **recorded}  # (every setting has a default)
+    absent = {item.name: item.metadata["absent"] for item in dataclasses.fields(config) if "absent" in item.metadata}
+    filled = {**config_dict(type(config)()), **absent, **recorded}  # (every setting has a default)
     for item in dataclasses.fields(config):
         value = getattr(config, item.name)
         if item.name in recorded and dataclasses.is_dataclass(value):

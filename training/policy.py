@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from okgin_env.features import decision_features_of_facts, facts_of_state
 from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
@@ -62,8 +63,12 @@ def _host_state(model: PolicyValueNet) -> dict[str, Any]:
     return host
 
 
-def save_checkpoint(path: str | Path, model: PolicyValueNet, metadata: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
-    """Write weights + metadata to ``path`` atomically (temporary file, then rename)."""
+def save_checkpoint(path: str | Path, model: nn.Module, metadata: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
+    """Write weights + metadata to ``path`` atomically (temporary file, then rename). A
+    suit-symmetric player (``load_policy(..., suit_symmetric=True)``'s model) is saved as its
+    network's weights with ``suit_symmetric: true``, which loads it back as it played."""
+    if isinstance(model, SuitSymmetricNet):
+        model, metadata = model.network, {"suit_symmetric": True, **metadata}
     write_checkpoint(path, {
         "format": CHECKPOINT_FORMAT,
         "model": _host_state(model),

@@ -102,7 +102,7 @@ class TrainConfig:
                               "and reproducible (no time_limit)")
     network: str = setting("suits", "the policy network (training.model): suits (suit-equivariant: each suit's cards "
                            "through one shared encoder; the measured learning curve's) or mlp (every shipped "
-                           "policy's, the recipes')", choices=tuple(NETWORKS))
+                           "policy's, the recipes')", choices=tuple(NETWORKS), absent="mlp")
     outlook_features: bool = setting(False, "the network also reads, per action, the chance to knock and to go gin "
                                      "after the next stock draw and the mean deadwood it leaves "
                                      "(okgin_env.features.outlook_features; the penalty recipe's)")

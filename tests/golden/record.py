@@ -222,7 +222,9 @@ def policy_decisions():
     sys.path.insert(0, str(ROOT))
     from training import load_policy
 
-    policy = load_policy(str(ROOT / "checkpoints" / "okgin_classic.pt"))
+    # The network's own choices and scores: the file's weights, whichever way its metadata asks it to play
+    # (since 2026-12-07 averaged over the suits' renamings, tests/test_symmetry.py).
+    policy = load_policy(str(ROOT / "checkpoints" / "okgin_classic.pt"), suit_symmetric=False)
     pos = positions("classic", 2, seed=1234, count=300)
     actions, logits = [], []
     for p in pos:
