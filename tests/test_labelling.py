@@ -36,7 +36,7 @@ def plain_loop_labels(checkpoint: str, rules: str, seed: int, count: int, learne
     clone of the round, played out with ``learner_player(policy, tie_seed)`` in the learner's seat
     (``act(state, scores, seat)``) and ``simple`` with the tie seed's generator in the others."""
     config = labelling_config(checkpoint, rules)
-    policy = load_policy(checkpoint, rules=config)
+    policy = load_policy(checkpoint, rules=config, suit_symmetric=False)  # as labelling plays it
     rng = random.Random(seed)
     opponent = SimpleBot()
     opponent.rng = rng
@@ -133,6 +133,20 @@ def test_a_job_may_carry_the_checkpoint_bytes_instead_of_its_path():
     by_bytes = label_decisions((Path(CLASSIC).read_bytes(), "classic", 5, 4))
     for key in LABEL_KEYS:
         np.testing.assert_array_equal(by_bytes[key], by_path[key])
+
+
+def test_a_suit_symmetric_file_is_labelled_by_its_network_alone(tmp_path):
+    """The shipped files ask for suit-symmetric play; labelling plays their network itself (one
+    forward pass, not 24): the same labels as the same weights without the flag."""
+    from training.policy import load_checkpoint, write_checkpoint
+
+    payload = load_checkpoint(CLASSIC)
+    assert payload["metadata"]["suit_symmetric"] is True
+    plain = tmp_path / "plain.pt"
+    write_checkpoint(plain, {**payload, "metadata": {**payload["metadata"], "suit_symmetric": False}})
+    shipped, alone = label_decisions((CLASSIC, "classic", 5, 4)), label_decisions((str(plain), "classic", 5, 4))
+    for key in LABEL_KEYS:
+        np.testing.assert_array_equal(shipped[key], alone[key])
 
 
 @pytest.mark.parametrize("job, message", [

@@ -64,9 +64,9 @@ class CurveConfig:
     minutes: float = setting(0.0, "also stop training after this many minutes (over every resume) and measure the "
                              "policy where it stopped, as the last row (0: no time limit)", low=0.0)
     workers: int = setting(1, "processes for each measurement (okgin_env.evaluate's workers)", low=1)
-    network: str = setting(TrainConfig.network, "the policy network (training.model; a curve begun before this "
-                           "setting trained the mlp: resume it with --network mlp)", choices=tuple(NETWORKS),
-                           absent="mlp")
+    network: str = setting(TrainConfig.network, "the policy network (training.model; a curve begun before "
+                           "2026-12-07, when training.train had no --network, trained the mlp: resume it with "
+                           "--network mlp)", choices=tuple(NETWORKS))
 
 
 def milestones_of(config: CurveConfig) -> list[int]:

@@ -391,7 +391,7 @@ def fit_and_evaluate(init_from: str, start: dict[str, Any], chunks: list[Path], 
     fitted = run_dir / "fitted.pt"
     fitted_meta = {"rules": rules, "num_players": meta["num_players"], "improved_from": str(init_from),
                    **record, "labelled_decisions": int(size), "evaluation": {},
-                   # played as the start was (its labels came from that play)
+                   # plays as the start did (the labels are its network's own play: training.labelling)
                    **({"suit_symmetric": True} if meta.get("suit_symmetric") else {})}
     save_checkpoint(fitted, model, fitted_meta)
 

@@ -25,7 +25,8 @@ At each of its decisions that has a real choice, the bot
    guess into a round state (``okgin_env.rules.infoset.InfoSet.state``); the sampling helpers are
    ``okgin_env.bots.belief``'s.
 3. for every determinization plays **each candidate** and then the ``simple`` policy (or, with
-   ``policy=PATH``, that policy file's network, greedy, for every seat: all playouts of a stage
+   ``policy=PATH``, that policy file's player, greedy, for every seat (suit-symmetric where the
+   file asks for it, as the shipped ones do): all playouts of a stage
    advance in lockstep, one batched forward pass per step) for every
    seat to the end of the round (common random numbers: all candidates see the same
    determinizations and the same rollout tie-breaks), and plays the candidate with the best mean
