@@ -74,7 +74,7 @@ from okgin_env.rules.config import make_config
 from .cli import Command, check_settings, make_run_dir, seed_everything, setting
 from .labelling import check_rollout_player, label_decisions, label_with_teacher
 from .manifest import check_manifest, write_manifest
-from .policy import build_model, load_checkpoint, save_checkpoint
+from .policy import build_model, load_checkpoint, metadata_value, save_checkpoint
 from .workers import ray_address_setting, require_ray, run_jobs
 
 PROG = "python -m training.improve"
@@ -392,7 +392,7 @@ def fit_and_evaluate(init_from: str, start: dict[str, Any], chunks: list[Path], 
     fitted_meta = {"rules": rules, "num_players": meta["num_players"], "improved_from": str(init_from),
                    **record, "labelled_decisions": int(size), "evaluation": {},
                    # plays as the start did (the labels are its network's own play: training.labelling)
-                   **({"suit_symmetric": True} if meta.get("suit_symmetric") else {})}
+                   **({"suit_symmetric": True} if metadata_value(meta, "suit_symmetric") else {})}
     save_checkpoint(fitted, model, fitted_meta)
 
     # ---- evaluation: start and fitted on the same mirrored matches

@@ -44,6 +44,14 @@ from .symmetry import SuitSymmetricNet
 CHECKPOINT_FORMAT = 1
 #: Widest network a checkpoint may describe (trained ones use 192): bounds what a file can make us build.
 MAX_HIDDEN = 4096
+#: What a file made before an option existed holds for it: its metadata lacks the key (and saving
+#: leaves an mlp's ``network`` out, so that the older files keep their bytes).
+ABSENT_METADATA = {"outlook_features": False, "suit_symmetric": False, "network": "mlp"}
+
+
+def metadata_value(meta: dict[str, Any], key: str) -> Any:
+    """``meta[key]``, or ``ABSENT_METADATA[key]`` for a file made before that option."""
+    return meta.get(key, ABSENT_METADATA[key])
 
 
 class CheckpointError(ValueError):
@@ -162,8 +170,8 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
             f"play it with rules={meta['rules']!r}, num_players={meta['num_players']}"
         )
     _check_weights(path, payload["model"],
-                   parameter_shapes(meta["observation_size"], meta["hidden"], meta.get("outlook_features", False),
-                                    network=meta.get("network", "mlp")))
+                   parameter_shapes(meta["observation_size"], meta["hidden"], metadata_value(meta, "outlook_features"),
+                                    network=metadata_value(meta, "network")))
     return payload
 
 
@@ -204,10 +212,10 @@ def _check_metadata(path: Path, meta: dict[str, Any]) -> None:
         )
     if not is_int(hidden) or not 1 <= hidden <= MAX_HIDDEN:
         raise CheckpointError(f"checkpoint {path}: metadata hidden={hidden!r}; expected an int in 1..{MAX_HIDDEN}")
-    for flag in ("outlook_features", "suit_symmetric"):  # absent in files made before the options
-        if not isinstance(meta.get(flag, False), bool):
+    for flag in ("outlook_features", "suit_symmetric"):
+        if not isinstance(metadata_value(meta, flag), bool):
             raise CheckpointError(f"checkpoint {path}: metadata {flag}={meta[flag]!r}; expected true or false")
-    network = meta.get("network", "mlp")  # absent: every file made before the suit-equivariant network
+    network = metadata_value(meta, "network")
     if not isinstance(network, str) or network not in NETWORKS:
         raise CheckpointError(f"checkpoint {path}: metadata network={network!r}; allowed: {', '.join(map(repr, NETWORKS))}")
 
@@ -238,8 +246,8 @@ def _check_weights(path: Path, state: Any, shapes: dict[str, tuple[int, ...]]) -
 
 def build_model(metadata: dict[str, Any]) -> PolicyValueNet | SuitEquivariantNet:
     """A freshly initialised network of the kind and sizes in ``metadata`` (draws from torch's RNG)."""
-    return make_network(metadata.get("network", "mlp"), metadata["observation_size"],
-                        hidden=metadata.get("hidden", 192), outlook=metadata.get("outlook_features", False))
+    return make_network(metadata_value(metadata, "network"), metadata["observation_size"],
+                        hidden=metadata.get("hidden", 192), outlook=metadata_value(metadata, "outlook_features"))
 
 
 def model_from_checkpoint(payload: dict[str, Any]) -> PolicyValueNet:
@@ -437,7 +445,7 @@ def load_policy(
     meta = payload["metadata"]
     model = model_from_checkpoint(payload)
     if suit_symmetric is None:
-        suit_symmetric = meta.get("suit_symmetric", False)
+        suit_symmetric = metadata_value(meta, "suit_symmetric")
     if not isinstance(suit_symmetric, bool):
         raise ValueError(f"suit_symmetric must be True, False or None, got {suit_symmetric!r}")
     if suit_symmetric:

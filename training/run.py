@@ -34,7 +34,7 @@ from .diagnostics import BEHAVIOUR
 from .manifest import check_same_settings
 from .model import PolicyValueNet
 from .plot import plot_progress
-from .policy import CheckpointError, load_checkpoint, save_checkpoint, write_checkpoint
+from .policy import CheckpointError, load_checkpoint, metadata_value, save_checkpoint, write_checkpoint
 from .workers import exit_with_parent
 
 
@@ -356,11 +356,11 @@ def check_width(config: Any, payload: dict[str, Any], flag: str) -> None:
     if hidden != config.hyper.hidden:
         raise ValueError(f"{flag}: the checkpoint has hidden={hidden}; this run's network has "
                          f"Hyperparameters.hidden={config.hyper.hidden}")
-    network = payload["metadata"].get("network", "mlp")
+    network = metadata_value(payload["metadata"], "network")
     if network != config.network:
         raise ValueError(f"{flag}: the checkpoint's network is {network!r}; this run's is {config.network!r}: "
                          f"pass --network {network}")
-    outlook = payload["metadata"].get("outlook_features", False)
+    outlook = metadata_value(payload["metadata"], "outlook_features")
     if outlook != config.outlook_features:
         raise ValueError(f"{flag}: the checkpoint's network {'reads' if outlook else 'does not read'} the outlook "
                          f"features; {'pass' if outlook else 'leave out'} --outlook-features")

@@ -28,16 +28,12 @@ import torch
 
 from okgin_env.output_folder import prepare_output_folder
 
-from .policy import CheckpointError, load_checkpoint, write_checkpoint
+from .policy import ABSENT_METADATA, CheckpointError, load_checkpoint, write_checkpoint
 
 PROG = "python -m training.soup"
 #: Metadata that must agree for two files to share one table and one network (``load_checkpoint``
 #: checks each file's tensors against the shapes the last four give).
 SAME_METADATA = ("rules", "num_players", "observation_size", "hidden", "outlook_features", "network")
-#: Metadata a file may lack, with the value ``load_checkpoint`` reads it as (files made before the
-#: option have no ``outlook_features``, and mlp files no ``network``), so that two files of one
-#: network compare equal.
-LOADER_DEFAULTS = {"outlook_features": False, "network": "mlp"}
 
 
 def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
@@ -48,7 +44,7 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
     first, first_path = payloads[0], paths[0]
     for path, payload in zip(paths[1:], payloads[1:]):
         for key in SAME_METADATA:
-            default = LOADER_DEFAULTS.get(key)
+            default = ABSENT_METADATA.get(key)  # (a file made before an option compares as what it holds)
             mine, theirs = first["metadata"].get(key, default), payload["metadata"].get(key, default)
             if mine != theirs:
                 raise ValueError(f"{path} has {key} {theirs!r}, {first_path} has {mine!r}: only files of one "
