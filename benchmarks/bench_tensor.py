@@ -24,7 +24,7 @@ decisions::
     rollout: system=tensor device=cpu tables=512 decisions_per_s=...
 
 ``--network`` picks the learner's network for both (default ``suits``, ``training.train``'s; ``mlp``:
-the recipes' and the shipped files').
+the recipes' and the shipped files'); without ``--rollout`` or ``--ppo`` it is refused.
 
 ``--ppo`` adds the whole PPO learner (rollout, advantages and the gradient steps of
 ``training.train.update_networks`` with the shipped hyperparameters; no evaluation), counting learner
@@ -221,6 +221,9 @@ def main() -> None:
         args.network = TrainConfig.network if args.network is None else args.network
         if args.network not in NETWORKS:
             parser.error(f"--network {args.network!r}: allowed: {', '.join(NETWORKS)}")
+    elif args.network is not None:
+        parser.error("--network picks the learner's network of --rollout and --ppo; add one of them "
+                     "(the engine rows use no network)")
     systems = {f"tensor_env: device={args.device} envs={n}": (lambda n=n: tensor_loop(n, args.device)) for n in args.envs}
     systems[f"batch_env: device=cpu envs={args.batch_envs}"] = lambda: batch_loop(args.batch_envs)
     if args.rollout:

@@ -105,6 +105,19 @@ def test_the_peer_environment_check_says_in_one_line_what_it_needs(tmp_path: Pat
     assert bad.returncode == 2 and "--envs" in bad.stderr.splitlines()[-1]
 
 
+def test_bench_tensor_refuses_a_network_it_would_not_use():
+    """``bench_tensor.py --network`` picks the learner of ``--rollout`` and ``--ppo``: alone (the
+    engine rows use no network) it is refused, exit 2, rather than silently ignored."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "benchmarks/bench_tensor.py", "--network", "mlp"],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--network" in done.stderr.splitlines()[-1] and "--rollout" in done.stderr.splitlines()[-1]
+
+
 def test_sigterm_during_a_measurement_stops_the_curve_with_143_and_the_resume_command(tmp_path: Path, monkeypatch, capsys):
     """The measurement runs outside the PPO loop's own signal handling: SIGTERM there stops the
     curve as Ctrl-C does (exit 143, the command that continues it), no traceback."""
