@@ -49,7 +49,7 @@ from typing import Any
 from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
-from .policy_loaders import is_policy_file, policy_file_path
+from .policy_loaders import is_policy_file, policy_file_path, split_policy_spec
 from .rules.config import RulesConfig, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
@@ -441,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             options = table_options(args)
             rules, num_players = options.pop("rules"), options.pop("num_players")
-            if is_policy_file(args.opponent) and os.path.isfile(policy_file_path(args.opponent)):  # else an error names it
+            if is_policy_file(args.opponent) and os.path.isfile(policy_file_path(split_policy_spec(args.opponent)[0])):  # else an error names it
                 print(f"Loading the opponent {args.opponent} ...", flush=True)
             if args.record is not None:
                 from .records import check_record_path

@@ -8,7 +8,9 @@ A **player spec** is one of
   not settings of a spec: the table gives every bot its own seed and its rules;
 * a **policy file**: a path ending in a policy-file suffix (``checkpoints/okgin_classic.pt``),
   read by the loader registered for that suffix (``okgin_env.policy_loaders``), or a shipped
-  policy by name, ``pretrained:classic`` (``okgin_env.pretrained``);
+  policy by name, ``pretrained:classic`` (``okgin_env.pretrained``); either with optional
+  settings for its loader, ``pretrained:classic:suit_symmetric=False`` (the ``.pt`` loader's one
+  setting: ``False`` plays the network alone, not averaged over the renamings of the suits);
 * an **agent file**: ``my_agent.py:MyAgent``, a class, factory or policy object defined in a Python
   file; a class or factory is called with ``seed=`` and ``rules=`` where its signature takes them
   (with nothing else), and must give an object with ``act``. The file is imported once per process;
@@ -36,17 +38,15 @@ arguments give the same labels and weights: a ``time_limit`` makes play depend o
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.util
 import os
 import re
 import sys
-import warnings
 from types import ModuleType
 from typing import Any
 
-from .policy_loaders import is_policy_file, load_policy_file, shown, takes_keyword
+from .policy_loaders import is_policy_file, load_policy_file, parse_settings, shown, takes_keyword
 from .pretrained import PREFIX, PRETRAINED
 from .rules.config import OPTION_NAMES, RulesConfig, make_config
 
@@ -64,7 +64,8 @@ RESERVED_SETTINGS = {
 #: Settings that make a bot's play depend on the machine: refused where play must be reproducible.
 UNREPRODUCIBLE_SETTINGS = ("time_limit",)
 
-FORMS = ("a bot name with optional settings (search:rollouts=64), a policy file ending in .pt, "
+FORMS = ("a bot name with optional settings (search:rollouts=64), a policy file ending in .pt (settings as "
+         "FILE.pt:suit_symmetric=False), "
          f"{PREFIX}NAME, FILE.py:NAME, "
          "an object with act(observation), act_batch(observations, masks) or act_states(states), "
          "or a factory(seed) -> policy")
@@ -83,25 +84,11 @@ def parse_bot_spec(text: str) -> tuple[str, dict[str, Any]]:
     """``"search:rollouts=64,max_discards=3"`` -> ``("search", {"rollouts": 64, "max_discards": 3})``.
 
     Values are Python literals where they parse as one (``64``, ``0.5``, ``True``, ``None``), else
-    text. A setting given twice or without ``=`` is a ValueError naming it.
+    text (``okgin_env.policy_loaders.parse_settings``, which policy files' settings share). A setting
+    given twice or without ``=`` is a ValueError naming it.
     """
     name, _, args = text.partition(":")
-    settings: dict[str, Any] = {}
-    if args.strip():
-        for item in args.split(","):
-            key, eq, value = item.partition("=")
-            key = key.strip()
-            if not eq or not key:
-                raise ValueError(f"bad bot setting {shown(item)} in {shown(text)}; expected name=value")
-            if key in settings:
-                raise ValueError(f"setting {key!r} is given twice in {shown(text)}")
-            try:
-                with warnings.catch_warnings():  # text such as 1if 1else 2 warns before it fails to parse
-                    warnings.simplefilter("ignore")
-                    settings[key] = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError, RecursionError, MemoryError):
-                settings[key] = value.strip()
-    return name.strip(), settings
+    return name.strip(), parse_settings(args, text)
 
 
 def _bots() -> dict[str, type]:
@@ -122,7 +109,8 @@ def bot_help(purpose: str = "play") -> str:
     usable = ", ".join(name for name in _bots() if name not in held_out)
     extra = f", the held-out {' and '.join(held_out)}" if purpose == "play" else ""
     return (f"{usable} (settings as search:rollouts=64){extra}, a policy file ending in .pt, a shipped policy "
-            f"{PREFIX}NAME ({', '.join(PRETRAINED)}), or your agent FILE.py:NAME (a class or factory in that file)")
+            f"{PREFIX}NAME ({', '.join(PRETRAINED)}; either with :suit_symmetric=False, its network alone), or your agent "
+            "FILE.py:NAME (a class or factory in that file)")
 
 
 def unknown_player(text: str, purpose: str = "play") -> ValueError:

@@ -14,6 +14,11 @@ ways, looked up in this order:
    ending in ``.pt``. The okgin distribution declares ``pt = okgin_training:load_policy``, so an
    installed okgin reads its own checkpoints in any process, worker processes included.
 
+A policy file may carry settings for its loader, as a bot spec does:
+``checkpoints/okgin_classic.pt:suit_symmetric=False`` or ``pretrained:classic:suit_symmetric=False``
+(values read as Python literals where they parse as one). A loader names the settings it takes in
+its ``spec_settings`` attribute (a tuple of keyword names; none if absent); any other is refused.
+
 Nothing here imports torch or ``training``; the loader is imported on the first path it handles.
 A loaded policy is kept and reused for every game with the same rules in the process (and loaded
 once per worker process), so it should not depend on the games it played before (a greedy
@@ -22,8 +27,10 @@ policy does not).
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
+import warnings
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -77,20 +84,61 @@ def known_suffixes() -> list[str]:
     return sorted(suffixes, key=lambda s: (-len(s), s))
 
 
-def is_policy_file(spec: Any) -> bool:
-    """Whether ``spec`` is a path (str or PathLike) ending in a policy-file suffix (and not a bot
-    spec with settings, ``name:key=value,...``, whose last setting names such a file)."""
-    if not isinstance(spec, (str, os.PathLike)):
-        return False
-    path = os.fspath(spec)
-    if not isinstance(path, str):
-        return False
+def parse_settings(args: str, text: str) -> dict[str, Any]:
+    """A player spec's settings, ``"rollouts=64,max_discards=3"`` -> ``{"rollouts": 64, "max_discards": 3}``
+    (``text``: the whole spec, for the errors). Values are Python literals where they parse as one
+    (``64``, ``0.5``, ``True``, ``None``), else text; a setting given twice or without ``=`` is a
+    ValueError naming it."""
+    settings: dict[str, Any] = {}
+    if not args.strip():
+        return settings
+    for item in args.split(","):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ValueError(f"bad setting {shown(item)} in {shown(text)}; expected name=value")
+        if key in settings:
+            raise ValueError(f"setting {key!r} is given twice in {shown(text)}")
+        try:
+            with warnings.catch_warnings():  # text such as 1if 1else 2 warns before it fails to parse
+                warnings.simplefilter("ignore")
+                settings[key] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            settings[key] = value.strip()
+    return settings
+
+
+def split_policy_spec(spec: str) -> tuple[str, str]:
+    """``"FILE.pt:key=value,..."`` -> ``("FILE.pt", "key=value,...")``: a policy file and its
+    settings text (empty if it has none). A spec that is no policy file with settings comes back
+    whole, with no settings."""
+    head, colon, tail = spec.rpartition(":")
+    name = tail.partition("=")[0].strip()
+    if colon and name.isidentifier() and "=" in tail and _names_a_file(head):
+        return head, tail
+    return spec, ""
+
+
+def _names_a_file(path: str) -> bool:
+    """``path`` names a policy file (a shipped one by name, or a path ending in a policy-file suffix)."""
     if is_pretrained(path):  # pretrained:NAME, a shipped file (an unknown NAME is refused when it is loaded)
         return True
     head, colon, rest = path.partition(":")
     if colon and head.isidentifier() and "=" in rest:  # a bot spec whose settings name a file: search:policy=x.pt
         return False
     return any(path.endswith(suffix) for suffix in known_suffixes())
+
+
+def is_policy_file(spec: Any) -> bool:
+    """Whether ``spec`` is a path (str or PathLike) ending in a policy-file suffix, or a shipped
+    policy by name, optionally with settings (``FILE.pt:key=value``), and not a bot spec with
+    settings, ``name:key=value,...``, whose last setting names such a file."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    path = os.fspath(spec)
+    if not isinstance(path, str):
+        return False
+    return _names_a_file(split_policy_spec(path)[0])
 
 
 def _suffix_of(path: str) -> str:
@@ -129,8 +177,8 @@ def takes_keyword(function: Callable[..., Any], name: str) -> bool:
 
 
 def policy_file_path(spec: str | os.PathLike) -> str:
-    """The file a policy-file spec names: ``pretrained:NAME``'s installed file (a ValueError listing
-    the names if NAME is unknown), else the path itself."""
+    """The file a policy-file spec without settings names: ``pretrained:NAME``'s installed file (a
+    ValueError listing the names if NAME is unknown), else the path itself."""
     path = os.fspath(spec)
     return pretrained_path(path) if is_pretrained(path) else path
 
@@ -145,22 +193,32 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
     key = (spec, rules)
     if key in _LOADED:
         return _LOADED[key]
-    path = policy_file_path(spec)
+    named, settings_text = split_policy_spec(spec)
+    settings = parse_settings(settings_text, spec)
+    path = policy_file_path(named)
     if not os.path.exists(path):
         raise FileNotFoundError(f"policy file {shown(path)} does not exist")
     if not os.path.isfile(path):  # a folder, FIFO or device: a loader would fail on it, or block reading it
         raise PolicyLoadError(f"policy file {shown(path)} is not a regular file")
     loader = loader_for(path)
+    allowed = tuple(getattr(loader, "spec_settings", ()))
+    for name in settings:
+        if name not in allowed:
+            takes = f"allowed: {', '.join(allowed)}" if allowed else "its loader takes none"
+            raise PolicyLoadError(f"policy file {shown(spec)}: {name!r} is not a setting of a {_suffix_of(path)} "
+                                  f"policy file; {takes}")
+    if takes_keyword(loader, "rules"):
+        settings["rules"] = rules
     try:
-        policy = loader(path, rules=rules) if takes_keyword(loader, "rules") else loader(path)
+        policy = loader(path, **settings)
     except PolicyLoadError:
         raise
     except ImportError as error:  # the loader's own dependencies (torch) are not installed
         raise PolicyLoadError(f"cannot load policy file {shown(path)}: {type(error).__name__}: {error}; {INSTALL_HINT}") from error
     except Exception as error:  # noqa: BLE001 - whatever a loader raises on a bad file, the CLIs report it
         text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
-        text = text.replace(path, spec)  # pretrained:NAME by its name, not the installed file's path
-        raise PolicyLoadError(text if spec in text else f"cannot load policy file {shown(spec)}: {text}") from error
+        text = text.replace(path, named)  # pretrained:NAME by its name, not the installed file's path
+        raise PolicyLoadError(text if named in text else f"cannot load policy file {shown(spec)}: {text}") from error
     if not hasattr(policy, "act"):
         raise PolicyLoadError(f"the loader for {shown(path)} returned {type(policy).__name__}, which has no act(observation)")
     _LOADED[key] = policy

@@ -232,6 +232,50 @@ def test_a_shipped_policy_by_name_loads_from_any_folder(tmp_path, monkeypatch):
             load("pretrained:standard")
 
 
+def test_a_policy_file_spec_gives_its_loader_the_settings_it_declares(tmp_path, monkeypatch, capsys):
+    """``FILE.pt:suit_symmetric=False`` (or ``pretrained:NAME:...``) plays the shipped file's network
+    alone, as ``load_policy(..., suit_symmetric=False)`` does, in the API, inside a bot's settings and
+    in okgin-eval; a setting the loader does not declare, or a value it refuses, is a one-line error
+    naming it (exit 2 in the command line)."""
+    pytest.importorskip("torch")
+    from okgin_env.eval_cli import main as eval_main
+    from okgin_env.policy_loaders import is_policy_file, split_policy_spec
+    from training.policy import load_policy
+    from training.symmetry import SuitSymmetricNet
+
+    monkeypatch.chdir(tmp_path)  # pretrained:NAME from any folder; a path relative to the checkout below
+    path = str(Path(__file__).resolve().parents[1] / CLASSIC_FILE)
+    assert split_policy_spec("pretrained:classic:suit_symmetric=False") == ("pretrained:classic", "suit_symmetric=False")
+    assert split_policy_spec("search:policy=x.pt") == ("search:policy=x.pt", "")
+    assert is_policy_file(f"{path}:suit_symmetric=False") and not is_policy_file("search:policy=x.pt")
+    direct = load_policy(path, suit_symmetric=False)
+    assert isinstance(make_player("pretrained:classic").model, SuitSymmetricNet)
+    import okgin_env
+
+    table = okgin_env.env()
+    table.reset(seed=5)
+    observations = []
+    for _ in range(12):  # the first decisions of a round, both seats, the network playing both
+        observations.append(table.observe(table.agent_selection))
+        table.step(direct.act(observations[-1]))
+    for spec in ("pretrained:classic:suit_symmetric=False", f"{path}:suit_symmetric=False"):
+        player = make_player(spec)
+        assert not isinstance(player.model, SuitSymmetricNet)
+        assert [player.act(o) for o in observations] == [direct.act(o) for o in observations]
+    GymEnv(opponents="search:rollouts=2,policy=pretrained:classic:suit_symmetric=False", episode="round").reset(seed=1)
+    assert eval_main(["pretrained:classic:suit_symmetric=False", "random", "--matches", "2", "--episode", "round",
+                      "--no-progress"]) == 0
+    capsys.readouterr()
+    for spec, message in (("pretrained:classic:greedy=False", "'greedy' is not a setting of a .pt policy file; "
+                                                              "allowed: suit_symmetric"),
+                          ("pretrained:classic:suit_symmetric=yes", "suit_symmetric must be True, False or None")):
+        with pytest.raises(ValueError, match=message):
+            check_player(spec)
+        assert eval_main([spec, "random", "--matches", "2", "--no-progress"]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and message in error
+
+
 def test_an_agent_from_a_python_file_plays_in_every_tool(agent_file, monkeypatch, capsys):
     from okgin_env.eval_cli import main as eval_main
     from okgin_env.play import Game

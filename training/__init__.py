@@ -22,6 +22,10 @@ def load_policy(path, greedy=True, seed=None, threads=1, *, rules="classic", num
                  suit_symmetric=suit_symmetric)
 
 
+#: The settings a policy-file spec may give this loader (``checkpoints/okgin_classic.pt:suit_symmetric=False``).
+load_policy.spec_settings = ("suit_symmetric",)
+
+
 def _register_with_okgin_env() -> None:
     try:
         from okgin_env.evaluate import register_policy_loader
