@@ -241,7 +241,9 @@ def test_a_policy_file_spec_gives_its_loader_the_settings_it_declares(tmp_path, 
     from okgin_env.eval_cli import main as eval_main
     from okgin_env.policy_loaders import is_policy_file, split_policy_spec
     from training.policy import load_policy
-    from training.symmetry import SuitSymmetricNet
+
+    def symmetric(player):  # by name: the loader may be the installed okgin_training's, whose classes are its own
+        return type(player.model).__name__ == "SuitSymmetricNet"
 
     monkeypatch.chdir(tmp_path)  # pretrained:NAME from any folder; a path relative to the checkout below
     path = str(Path(__file__).resolve().parents[1] / CLASSIC_FILE)
@@ -249,7 +251,7 @@ def test_a_policy_file_spec_gives_its_loader_the_settings_it_declares(tmp_path, 
     assert split_policy_spec("search:policy=x.pt") == ("search:policy=x.pt", "")
     assert is_policy_file(f"{path}:suit_symmetric=False") and not is_policy_file("search:policy=x.pt")
     direct = load_policy(path, suit_symmetric=False)
-    assert isinstance(make_player("pretrained:classic").model, SuitSymmetricNet)
+    assert symmetric(make_player("pretrained:classic"))
     import okgin_env
 
     table = okgin_env.env()
@@ -260,7 +262,7 @@ def test_a_policy_file_spec_gives_its_loader_the_settings_it_declares(tmp_path, 
         table.step(direct.act(observations[-1]))
     for spec in ("pretrained:classic:suit_symmetric=False", f"{path}:suit_symmetric=False"):
         player = make_player(spec)
-        assert not isinstance(player.model, SuitSymmetricNet)
+        assert not symmetric(player)
         assert [player.act(o) for o in observations] == [direct.act(o) for o in observations]
     GymEnv(opponents="search:rollouts=2,policy=pretrained:classic:suit_symmetric=False", episode="round").reset(seed=1)
     assert eval_main(["pretrained:classic:suit_symmetric=False", "random", "--matches", "2", "--episode", "round",
