@@ -138,7 +138,8 @@ def is_policy_file(spec: Any) -> bool:
     path = os.fspath(spec)
     if not isinstance(path, str):
         return False
-    return _names_a_file(split_policy_spec(path)[0])
+    named, settings = split_policy_spec(path)
+    return bool(settings) or _names_a_file(named)  # (split_policy_spec gives settings only after a file's name)
 
 
 def _suffix_of(path: str) -> str:
