@@ -3,6 +3,8 @@ every problem is a ``CheckpointError`` that names the file; loading leaves torch
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -214,8 +216,10 @@ def test_importing_training_registers_its_loader_with_okgin_env():
     evaluate = pytest.importorskip("okgin_env.evaluate")
     if not hasattr(evaluate, "register_policy_loader"):
         pytest.skip("this okgin_env has no policy loader registry")
-    from okgin_env.policy_loaders import registered_loaders
-
-    import training
-
-    assert registered_loaders()[".pt"] is training.load_policy
+    # A fresh interpreter: in this one, an earlier test may have imported the installed
+    # okgin_training, whose own registration would then be the one in place.
+    check = ("import training; from okgin_env.policy_loaders import registered_loaders; "
+             "assert registered_loaders()['.pt'] is training.load_policy, registered_loaders()")
+    done = subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
