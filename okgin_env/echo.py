@@ -1,4 +1,5 @@
-"""What a message echoes of user input: ``shown(value)``, its repr cut to about 80 characters."""
+"""What a message echoes of user input: ``shown(value)``, its repr cut to about 80 characters, and
+``clipped(text)``, another component's message cut to a few lines' length."""
 
 from __future__ import annotations
 
@@ -17,3 +18,14 @@ def shown(value: Any) -> str:
         return _SHORT.repr(value)
     except ValueError:  # an int too long for Python to turn into text
         return f"an int of more than {sys.get_int_max_str_digits()} digits"
+
+
+MESSAGE_LIMIT = 400  # characters of another component's message (a loader's) that one error line repeats
+
+
+def clipped(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out: a message built by code
+    that did not shorten what it echoes (a third-party loader's) stays one readable line."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from .echo import shown
+from .echo import clipped, shown
 from .pretrained import is_pretrained, pretrained_path
 
 ENTRY_POINT_GROUP = "okgin.policy_loaders"
@@ -113,8 +113,7 @@ def split_policy_spec(spec: str) -> tuple[str, str]:
     settings text (empty if it has none). A spec that is no policy file with settings comes back
     whole, with no settings."""
     head, colon, tail = spec.rpartition(":")
-    name = tail.partition("=")[0].strip()
-    if colon and name.isidentifier() and "=" in tail and _names_a_file(head):
+    if colon and "=" in tail and _names_a_file(head):  # any name: a misspelt one is refused by name when loaded
         return head, tail
     return spec, ""
 
@@ -179,8 +178,13 @@ def takes_keyword(function: Callable[..., Any], name: str) -> bool:
 
 def policy_file_path(spec: str | os.PathLike) -> str:
     """The file a policy-file spec without settings names: ``pretrained:NAME``'s installed file (a
-    ValueError listing the names if NAME is unknown), else the path itself."""
+    ValueError listing the names if NAME is unknown), else the path itself. A spec with settings is
+    a ValueError: where only a file is taken (``--init-from``), a setting must not be dropped silently."""
     path = os.fspath(spec)
+    named, settings = split_policy_spec(path)
+    if settings:
+        raise ValueError(f"policy file {shown(path)}: settings ({shown(settings)}) are taken only where a player is "
+                         f"named (okgin-eval, okgin-play, opponents=); here give the file alone, {shown(named)}")
     return pretrained_path(path) if is_pretrained(path) else path
 
 
@@ -202,7 +206,11 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
     if not os.path.isfile(path):  # a folder, FIFO or device: a loader would fail on it, or block reading it
         raise PolicyLoadError(f"policy file {shown(path)} is not a regular file")
     loader = loader_for(path)
-    allowed = tuple(getattr(loader, "spec_settings", ()))
+    allowed = getattr(loader, "spec_settings", ())
+    if isinstance(allowed, str) or not all(isinstance(name, str) for name in allowed):
+        raise PolicyLoadError(f"the loader for {shown(path)} declares spec_settings {shown(allowed)}; "
+                              f"expected a tuple of setting names, such as ('suit_symmetric',)")
+    allowed = tuple(allowed)
     for name in settings:
         if name not in allowed:
             takes = f"allowed: {', '.join(allowed)}" if allowed else "its loader takes none"
@@ -215,10 +223,11 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
     except PolicyLoadError:
         raise
     except ImportError as error:  # the loader's own dependencies (torch) are not installed
-        raise PolicyLoadError(f"cannot load policy file {shown(path)}: {type(error).__name__}: {error}; {INSTALL_HINT}") from error
+        raise PolicyLoadError(f"cannot load policy file {shown(path)}: {type(error).__name__}: {clipped(str(error))}; "
+                              f"{INSTALL_HINT}") from error
     except Exception as error:  # noqa: BLE001 - whatever a loader raises on a bad file, the CLIs report it
         text = str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
-        text = text.replace(path, named)  # pretrained:NAME by its name, not the installed file's path
+        text = clipped(text.replace(path, named))  # pretrained:NAME by its name, not the installed file's path
         raise PolicyLoadError(text if named in text else f"cannot load policy file {shown(spec)}: {text}") from error
     if not hasattr(policy, "act"):
         raise PolicyLoadError(f"the loader for {shown(path)} returned {type(policy).__name__}, which has no act(observation)")

@@ -268,14 +268,49 @@ def test_a_policy_file_spec_gives_its_loader_the_settings_it_declares(tmp_path, 
     assert eval_main(["pretrained:classic:suit_symmetric=False", "random", "--matches", "2", "--episode", "round",
                       "--no-progress"]) == 0
     capsys.readouterr()
+    huge = "a" * 100_000
     for spec, message in (("pretrained:classic:greedy=False", "'greedy' is not a setting of a .pt policy file; "
                                                               "allowed: suit_symmetric"),
-                          ("pretrained:classic:suit_symmetric=yes", "suit_symmetric must be True, False or None")):
+                          # a misspelt name is refused by name, not read as part of the file's name
+                          ("pretrained:classic:suit-symmetric=False", "'suit-symmetric' is not a setting of a .pt "
+                                                                      "policy file; allowed: suit_symmetric"),
+                          (f"{path}:suit-symmetric=False", "'suit-symmetric' is not a setting"),
+                          ("pretrained:classic:suit_symmetric=yes", "suit_symmetric must be True, False or None"),
+                          (f"pretrained:classic:suit_symmetric={huge}", "suit_symmetric must be True, False or None")):
         with pytest.raises(ValueError, match=message):
             check_player(spec)
         assert eval_main([spec, "random", "--matches", "2", "--no-progress"]) == 2
         error = capsys.readouterr().err
-        assert error.count("\n") == 1 and message in error
+        assert error.count("\n") == 1 and message in error and len(error) < 1_000  # a huge value is not echoed whole
+    # Where only a file is taken (--init-from, load_policy), settings are refused, not dropped.
+    from okgin_env.policy_loaders import policy_file_path
+
+    for spec in ("pretrained:classic:suit_symmetric=False", f"{path}:suit_symmetric=False"):
+        with pytest.raises(ValueError, match=r"settings \('suit_symmetric=False'\) are taken only where a player is named"):
+            policy_file_path(spec)
+        with pytest.raises(ValueError, match="are taken only where a player is named"):
+            load_policy(spec)
+
+
+def test_a_loader_that_declares_its_settings_as_one_string_is_refused(tmp_path, monkeypatch):
+    """``spec_settings = ("level")`` (a string: the comma forgotten) would allow ``l``, ``e``, ``v``;
+    it is refused by name instead, and a long message from a loader is cut to one readable line."""
+    from okgin_env.policy_loaders import PolicyLoadError, load_policy_file, register_policy_loader, registered_loaders
+
+    def loader(path, level=1):
+        raise ValueError("bad level " + "x" * 100_000)
+
+    loader.spec_settings = "level"
+    before = registered_loaders()
+    monkeypatch.setattr("okgin_env.policy_loaders._LOADERS", dict(before))
+    register_policy_loader(".pol", loader)
+    (tmp_path / "a.pol").write_text("policy")
+    with pytest.raises(PolicyLoadError, match=r"declares spec_settings 'level'; expected a tuple of setting names"):
+        load_policy_file(str(tmp_path / "a.pol:l=2"))
+    loader.spec_settings = ("level",)
+    with pytest.raises(PolicyLoadError, match="bad level x") as error:
+        load_policy_file(str(tmp_path / "a.pol:level=2"))
+    assert len(str(error.value)) < 1_000 and "more characters" in str(error.value)
 
 
 def test_an_agent_from_a_python_file_plays_in_every_tool(agent_file, monkeypatch, capsys):

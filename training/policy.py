@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from okgin_env.echo import shown
 from okgin_env.features import decision_features_of_facts, facts_of_state
 from okgin_env.observation import OBSERVATION_VERSION, PackedEncoder, layout_for
 from okgin_env.observation import view as observation_view
@@ -135,11 +136,11 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
     ``rules`` (a preset name or a ``RulesConfig``) and ``num_players``: what the caller plays; a
     file made for anything else is refused. ``None``: not checked.
     """
+    try:
+        installed = policy_file_path(path)
+    except ValueError as error:  # an unknown pretrained name, or settings that only a player spec takes
+        raise CheckpointError(str(error)) from None
     if is_pretrained(path):  # pretrained:NAME: the shipped file; messages name the spec
-        try:
-            installed = policy_file_path(path)
-        except ValueError as error:  # an unknown name
-            raise CheckpointError(str(error)) from None
         try:
             return load_checkpoint(installed, rules, num_players)
         except CheckpointError as error:
@@ -447,7 +448,7 @@ def load_policy(
     if suit_symmetric is None:
         suit_symmetric = metadata_value(meta, "suit_symmetric")
     if not isinstance(suit_symmetric, bool):
-        raise ValueError(f"suit_symmetric must be True, False or None, got {suit_symmetric!r}")
+        raise ValueError(f"suit_symmetric must be True, False or None, got {shown(suit_symmetric)}")
     if suit_symmetric:
         table = rules if isinstance(rules, RulesConfig) else make_config(
             rules if isinstance(rules, str) else meta["rules"], num_players=meta["num_players"])
