@@ -49,7 +49,8 @@ from typing import Any
 from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
-from .policy_loaders import is_policy_file, policy_file_path, split_policy_spec
+from .echo import clipped
+from .policy_loaders import is_policy_file, parse_settings, policy_file_path, split_policy_spec
 from .rules.config import RulesConfig, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
@@ -441,8 +442,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             options = table_options(args)
             rules, num_players = options.pop("rules"), options.pop("num_players")
-            if is_policy_file(args.opponent) and os.path.isfile(policy_file_path(split_policy_spec(args.opponent)[0])):  # else an error names it
-                print(f"Loading the opponent {args.opponent} ...", flush=True)
+            named, settings = split_policy_spec(args.opponent)
+            if is_policy_file(args.opponent) and os.path.isfile(policy_file_path(named)):  # else an error names it
+                parse_settings(settings, args.opponent)  # a malformed setting is refused before "Loading"
+                print(f"Loading the opponent {clipped(args.opponent, 200)} ...", flush=True)
             if args.record is not None:
                 from .records import check_record_path
 

@@ -199,6 +199,13 @@ def test_a_policy_file_opponent_is_announced_while_it_loads(monkeypatch, capsys)
     for spec in ("checkpoints/okgin_classic.pt", "pretrained:classic"):
         assert main(["--opponent", spec, "--seed", "1"]) == 0
         assert f"Loading the opponent {spec}" in capsys.readouterr().out
+    # A malformed setting is refused before the announcement, and a huge spec is not echoed whole.
+    assert main(["--opponent", "pretrained:classic:suit_symmetric=True,suit_symmetric=False"]) == 2
+    out, err = capsys.readouterr()
+    assert "Loading" not in out and "given twice" in err and err.count("\n") == 1
+    assert main(["--opponent", "pretrained:classic:suit_symmetric=" + "a" * 100_000]) == 2
+    out, err = capsys.readouterr()
+    assert len(out) < 1_000 and len(err) < 1_000 and "suit_symmetric must be True, False or None" in err
 
 
 def test_taking_from_the_pile_says_which_card():
