@@ -91,6 +91,12 @@ def parse_bot_spec(text: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), parse_settings(args, text)
 
 
+def _bot_name(text: str) -> str:
+    """The bot a spec names, before its settings are read: an unknown name is reported as such,
+    not as a malformed setting (``" pretrained:classic"`` is no bot called ``pretrained``)."""
+    return text.partition(":")[0].strip()
+
+
 def _bots() -> dict[str, type]:
     from .bots import BOTS  # (lazy: the bots load the solver tables only when a player is named)
 
@@ -116,7 +122,7 @@ def bot_help(purpose: str = "play") -> str:
 def unknown_player(text: str, purpose: str = "play") -> ValueError:
     """The error for a spec that names no bot and no policy file, listing what ``purpose`` takes."""
     hint = ""
-    if parse_bot_spec(text)[0] == "simple_obs":
+    if _bot_name(text) == "simple_obs":
         hint = " ('simple' is one bot: it plays engine states with act_states and observations with act)"
     elif text.endswith(".py"):
         hint = " (an agent file needs the name of its class or factory: FILE.py:NAME)"
@@ -207,10 +213,10 @@ def make_player(spec: Any, *, seed: int | None = None, rules: str | RulesConfig 
             return _agent_from_file(os.fspath(spec), seed, config)
         if is_policy_file(spec):
             return load_policy_file(spec, rules=config)
-        name, settings = parse_bot_spec(os.fspath(spec))
         bots = _bots()
-        if name not in bots:
+        if _bot_name(os.fspath(spec)) not in bots:
             raise unknown_player(os.fspath(spec))
+        name, settings = parse_bot_spec(os.fspath(spec))
         for key, why in RESERVED_SETTINGS.items():
             if key in settings:
                 raise ValueError(f"player {shown(os.fspath(spec))}: {key!r} cannot be set in a player spec; {why}")
@@ -235,7 +241,7 @@ def check_player(spec: Any, rules: str | RulesConfig | None = None, *, purpose: 
         raise ValueError(f"cannot make a player from {shown(spec)}; expected {FORMS}")
     text = os.fspath(spec)
     own_code = is_policy_file(text) or is_agent_file(text)
-    if not own_code and parse_bot_spec(text)[0] not in _bots():
+    if not own_code and _bot_name(text) not in _bots():
         raise unknown_player(text, purpose)
     if purpose != "play" and not own_code:
         name, settings = parse_bot_spec(text)

@@ -41,9 +41,15 @@ def test_the_grammar_parses_bots_with_settings_and_refuses_what_it_cannot_read()
     assert player_label("search:rollouts=8") == "search:rollouts=8" and player_label(policy_object()) == "lookahead"
     for bad, message in ((3, "cannot make a player from 3"), ("nobody", "unknown player 'nobody'"),
                          ("simple_obs", "'simple' is one bot"), ("simple:seed=3", "'seed' cannot be set"),
-                         ("search:rollouts=0", "rollouts=0 is not allowed"), ("search:speed=2", "unknown setting")):
+                         ("search:rollouts=0", "rollouts=0 is not allowed"), ("search:speed=2", "unknown setting"),
+                         # an unknown name is reported as one, not as the malformed setting after it
+                         (" pretrained:classic", "unknown player ' pretrained:classic'"),
+                         ("nobody:x", "unknown player 'nobody:x'"),
+                         ("search:rollouts", "bad setting 'rollouts' in 'search:rollouts'; expected name=value")):
         with pytest.raises(ValueError, match=message):
             check_player(bad)
+        with pytest.raises(ValueError, match=message):
+            make_player(bad)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         check_player("nowhere/policy.pt")
     with pytest.raises(ValueError, match="purpose='train'"):
