@@ -50,7 +50,7 @@ from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
 from .echo import clipped
-from .policy_loaders import is_policy_file, parse_settings, policy_file_path, split_policy_spec
+from .policy_loaders import is_policy_file, resolve_policy_spec
 from .rules.config import RulesConfig, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
@@ -442,9 +442,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             options = table_options(args)
             rules, num_players = options.pop("rules"), options.pop("num_players")
-            named, settings = split_policy_spec(args.opponent)
-            if is_policy_file(args.opponent) and os.path.isfile(policy_file_path(named)):  # else an error names it
-                parse_settings(settings, args.opponent)  # a malformed setting is refused before "Loading"
+            # A bad name or setting is refused before "Loading"; a missing file is named when it is loaded.
+            if is_policy_file(args.opponent) and os.path.isfile(resolve_policy_spec(args.opponent)[1]):
                 print(f"Loading the opponent {clipped(args.opponent, 200)} ...", flush=True)
             if args.record is not None:
                 from .records import check_record_path

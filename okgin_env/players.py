@@ -87,8 +87,7 @@ def parse_bot_spec(text: str) -> tuple[str, dict[str, Any]]:
     text (``okgin_env.policy_loaders.parse_settings``, which policy files' settings share). A setting
     given twice or without ``=`` is a ValueError naming it.
     """
-    name, _, args = text.partition(":")
-    return name.strip(), parse_settings(args, text)
+    return _bot_name(text), parse_settings(text.partition(":")[2], text)
 
 
 def _bot_name(text: str) -> str:
@@ -213,13 +212,14 @@ def make_player(spec: Any, *, seed: int | None = None, rules: str | RulesConfig 
             return _agent_from_file(os.fspath(spec), seed, config)
         if is_policy_file(spec):
             return load_policy_file(spec, rules=config)
+        text = os.fspath(spec)
         bots = _bots()
-        if _bot_name(os.fspath(spec)) not in bots:
-            raise unknown_player(os.fspath(spec))
-        name, settings = parse_bot_spec(os.fspath(spec))
+        if _bot_name(text) not in bots:
+            raise unknown_player(text)
+        name, settings = parse_bot_spec(text)
         for key, why in RESERVED_SETTINGS.items():
             if key in settings:
-                raise ValueError(f"player {shown(os.fspath(spec))}: {key!r} cannot be set in a player spec; {why}")
+                raise ValueError(f"player {shown(text)}: {key!r} cannot be set in a player spec; {why}")
         return bots[name](seed=seed, rules=config, **settings)
     if callable(spec):
         return spec(seed)

@@ -188,6 +188,18 @@ def policy_file_path(spec: str | os.PathLike) -> str:
     return pretrained_path(path) if is_pretrained(path) else path
 
 
+def resolve_policy_spec(spec: str) -> tuple[str, str, dict[str, Any]]:
+    """A policy-file player spec's ``(named, path, settings)``: the file as the spec names it, the
+    file to read, and its settings parsed (a ValueError naming what is wrong: an unknown shipped
+    name, a malformed setting, or settings separated by colons rather than commas)."""
+    named, settings_text = split_policy_spec(spec)
+    if split_policy_spec(named)[1]:
+        raise ValueError(f"policy file {shown(spec)}: settings are separated by commas, not colons "
+                         "(FILE.pt:name=value,name=value)")
+    settings = parse_settings(settings_text, spec)
+    return named, policy_file_path(named), settings
+
+
 def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
     """The policy in ``path`` (or the shipped ``pretrained:NAME``) for games played by ``rules`` (a
     ``RulesConfig``; None: the file's own).
@@ -198,9 +210,7 @@ def load_policy_file(path: str | os.PathLike, rules: Any = None) -> Any:
     key = (spec, rules)
     if key in _LOADED:
         return _LOADED[key]
-    named, settings_text = split_policy_spec(spec)
-    settings = parse_settings(settings_text, spec)
-    path = policy_file_path(named)
+    named, path, settings = resolve_policy_spec(spec)
     if not os.path.exists(path):
         raise FileNotFoundError(f"policy file {shown(path)} does not exist")
     if not os.path.isfile(path):  # a folder, FIFO or device: a loader would fail on it, or block reading it

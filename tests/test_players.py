@@ -282,6 +282,8 @@ def test_a_policy_file_spec_gives_its_loader_the_settings_it_declares(tmp_path, 
                                                                       "policy file; allowed: suit_symmetric"),
                           (f"{path}:suit-symmetric=False", "'suit-symmetric' is not a setting"),
                           ("pretrained:classic:suit_symmetric=yes", "suit_symmetric must be True, False or None"),
+                          ("pretrained:classic:suit_symmetric=False:suit_symmetric=True",
+                           "settings are separated by commas, not colons"),
                           (f"pretrained:classic:suit_symmetric={huge}", "suit_symmetric must be True, False or None")):
         with pytest.raises(ValueError, match=message):
             check_player(spec)
