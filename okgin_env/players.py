@@ -4,8 +4,9 @@ A **player spec** is one of
 
 * a **bot**: ``"name"`` or ``"name:key=value,key=value"`` with the bot's settings
   (``"search:rollouts=64,max_discards=3"``; values are Python literals where they parse as one,
-  else text). The names are those of ``okgin_env.bots.BOTS``; ``seed`` and the rule options are
-  not settings of a spec: the table gives every bot its own seed and its rules;
+  ``true``/``false``/``none`` in any case, else text). The names are those of
+  ``okgin_env.bots.BOTS``; ``seed`` and the rule options are not settings of a spec: the table
+  gives every bot its own seed and its rules;
 * a **policy file**: a path ending in a policy-file suffix (``checkpoints/okgin_classic.pt``),
   read by the loader registered for that suffix (``okgin_env.policy_loaders``), or a shipped
   policy by name, ``pretrained:classic`` (``okgin_env.pretrained``); either with optional

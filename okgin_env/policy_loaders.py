@@ -37,6 +37,7 @@ from typing import Any
 
 from .echo import clipped, shown
 from .pretrained import is_pretrained, pretrained_path
+from .rules.config import VALUE_WORDS
 
 ENTRY_POINT_GROUP = "okgin.policy_loaders"
 CHECKPOINT_SUFFIX = ".pt"  # always recognised as a policy file, so a missing loader gets a clear error
@@ -87,7 +88,8 @@ def known_suffixes() -> list[str]:
 def parse_settings(args: str, text: str) -> dict[str, Any]:
     """A player spec's settings, ``"rollouts=64,max_discards=3"`` -> ``{"rollouts": 64, "max_discards": 3}``
     (``text``: the whole spec, for the errors). Values are Python literals where they parse as one
-    (``64``, ``0.5``, ``True``, ``None``), else text; a setting given twice or without ``=`` is a
+    (``64``, ``0.5``, ``True``, ``None``), or one of ``VALUE_WORDS`` in any case (``true``, ``false``,
+    ``none``, as ``--rule`` reads them), else text; a setting given twice or without ``=`` is a
     ValueError naming it."""
     settings: dict[str, Any] = {}
     if not args.strip():
@@ -99,6 +101,9 @@ def parse_settings(args: str, text: str) -> dict[str, Any]:
             raise ValueError(f"bad setting {shown(item)} in {shown(text)}; expected name=value")
         if key in settings:
             raise ValueError(f"setting {key!r} is given twice in {shown(text)}")
+        if value.strip().lower() in VALUE_WORDS:
+            settings[key] = VALUE_WORDS[value.strip().lower()]
+            continue
         try:
             with warnings.catch_warnings():  # text such as 1if 1else 2 warns before it fails to parse
                 warnings.simplefilter("ignore")

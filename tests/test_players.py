@@ -29,6 +29,9 @@ def test_the_grammar_parses_bots_with_settings_and_refuses_what_it_cannot_read()
     assert parse_bot_spec("search") == ("search", {})
     assert parse_bot_spec("search:rollouts=8,opponent_model=uniform,time_limit=None") == (
         "search", {"rollouts": 8, "opponent_model": "uniform", "time_limit": None})
+    # true/false/none in any case, as --rule reads them; other text stays text
+    assert parse_bot_spec("x:a=true,b=FALSE,c=none,d=True,e=truthy") == (
+        "x", {"a": True, "b": False, "c": None, "d": True, "e": "truthy"})
     with pytest.raises(ValueError, match="expected name=value"):
         parse_bot_spec("search:rollouts")
     with pytest.raises(ValueError, match="given twice"):

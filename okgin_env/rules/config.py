@@ -184,6 +184,10 @@ def _validate(values: dict[str, Any]) -> None:
                 )
 
 
+#: Words a command line may write for ``True``, ``False`` and ``None``, in any case: read alike by
+#: ``--rule NAME=VALUE`` and by a player spec's settings (``okgin_env.policy_loaders.parse_settings``).
+VALUE_WORDS = {"true": True, "false": False, "none": None}
+
 #: Options a command line sets with ``--rule NAME=VALUE`` (the preset and the player count have flags of their own).
 RULE_FLAG_OPTIONS = tuple(name for name in OPTION_NAMES if name not in ("rules", "num_players"))
 
@@ -195,11 +199,8 @@ def parse_rule_option(text: str) -> tuple[str, Any]:
     name, value = name.strip(), value.strip()
     if not equals or name not in RULE_FLAG_OPTIONS:
         raise ValueError(f"--rule {text!r}: expected NAME=VALUE with NAME one of {', '.join(RULE_FLAG_OPTIONS)}")
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return name, lowered == "true"
-    if lowered == "none":
-        return name, None
+    if value.lower() in VALUE_WORDS:
+        return name, VALUE_WORDS[value.lower()]
     try:
         return name, int(value)
     except ValueError:
