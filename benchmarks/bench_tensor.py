@@ -46,6 +46,7 @@ sets torch's CPU threads (default 1: the "one core" rows of the project's target
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -62,6 +63,7 @@ add_repo_root()  # --rollout and --ppo import the checkout's training package
 from okgin_env.batch import BatchEnv  # noqa: E402
 from okgin_env.bots.random_bot import random_legal_actions  # noqa: E402
 from okgin_env.tensor import TensorEnv  # noqa: E402
+from okgin_env.tensor.arguments import check_device  # noqa: E402
 
 
 def tensor_loop(num_envs: int, device: str):
@@ -207,12 +209,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="measurements per system; the median is printed")
     args = parser.parse_args()
     sizes = (*args.envs, args.batch_envs, *args.tables, args.ppo_tables, args.ppo_tensor_tables)
-    if args.seconds <= 0 or args.repeats < 1 or args.threads < 1 or min(sizes) < 1:
-        parser.error("--seconds must be > 0; --repeats, --threads and every batch and table count at least 1")
+    if not 0 < args.seconds < math.inf or args.repeats < 1 or args.threads < 1 or min(sizes) < 1:
+        parser.error("--seconds must be a finite number > 0; --repeats, --threads and every batch and table count "
+                     "at least 1")
     try:
-        torch.zeros(1, device=args.device)
-    except (RuntimeError, TypeError) as error:
-        parser.exit(2, f"bench_tensor.py: error: --device {args.device}: {error}\n")
+        check_device(args.device)  # the tensor engine's own check: a device it runs on, usable here
+    except ValueError as error:
+        parser.error(f"--device: {error}")
     torch.set_num_threads(args.threads)
     if args.rollout or args.ppo:  # the engine rows alone need no training package
         from training.model import NETWORKS

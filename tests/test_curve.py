@@ -52,7 +52,27 @@ def test_minutes_end_the_curve_with_the_policy_reached_measured_as_its_last_row(
     assert list(csv.DictReader(open(tmp_path / "curve" / "curve.csv"))) == rows
 
 
-@pytest.mark.parametrize("milestones", ["", "1 0.5", "x", "0", "1 1"])
+def test_a_resume_with_other_measurement_settings_is_refused_and_a_refused_start_writes_nothing(tmp_path: Path, capsys):
+    """Rows of one curve come from one measurement: a resume with other ``--hands`` or
+    ``--eval-seed`` is refused by name (``--milestones``, ``--minutes`` and ``--workers`` may
+    change). A start that fails its checks (here ``--device cuda`` where torch has none, or a
+    milestone under one decision) writes no ``curve.csv`` that would then refuse the corrected command."""
+    root = tmp_path / "curve"
+    if not torch.cuda.is_available():
+        assert cli(["--run-dir", str(root), "--milestones", "0.001", "--device", "cuda"]) == 2
+        assert "--device cuda" in capsys.readouterr().err and not root.exists()
+    assert cli(["--run-dir", str(root), "--milestones", "0.0000001"]) == 2
+    assert "--milestones" in capsys.readouterr().err and not root.exists()
+    config = CurveConfig(milestones="0.001", hands=4, num_tables=4, bc_updates=0, device="cpu")
+    run_curve(config, root)
+    with pytest.raises(ValueError, match="eval_seed: 900001 -> 5; hands: 4 -> 6"):
+        run_curve(dataclasses.replace(config, hands=6, eval_seed=5, milestones="0.001 0.002"), root, resume=True)
+    assert len(list(csv.DictReader(open(root / "curve.csv")))) == 1
+    run_curve(dataclasses.replace(config, milestones="0.001 0.002", workers=2), root, resume=True)
+    assert [int(row["hands"]) for row in csv.DictReader(open(root / "curve.csv"))] == [4, 4]
+
+
+@pytest.mark.parametrize("milestones", ["", "1 0.5", "x", "0", "1 1", "0.0000001", "nan"])
 def test_bad_milestones_are_refused_with_one_line(milestones: str, tmp_path: Path, capsys):
     with pytest.raises(ValueError):
         milestones_of(CurveConfig(milestones=milestones))
@@ -103,6 +123,22 @@ def test_the_peer_environment_check_says_in_one_line_what_it_needs(tmp_path: Pat
     bad = subprocess.run([sys.executable, "benchmarks/peer_env_check.py", "--peer-dir", str(tmp_path), "--envs", "0"],
                          cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--envs" in bad.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("flags, named", [(["--device", "meta"], "--device"), (["--device", "mps"], "--device"),
+                                          (["--seconds", "nan"], "--seconds"), (["--seconds", "inf"], "--seconds")])
+def test_bench_tensor_refuses_a_device_or_duration_it_cannot_run_with_one_line(flags, named):
+    """A device the tensor engine does not run on, or cannot use here, and a duration that is no
+    finite number: exit 2 with one line (they were tracebacks, a division by zero, or a run that never ended)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "benchmarks/bench_tensor.py", "--envs", "8", "--batch-envs", "8", *flags],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("bench_tensor.py: error: " + named) and len(last) < 600
 
 
 def test_bench_tensor_refuses_a_network_it_would_not_use():

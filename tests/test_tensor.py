@@ -672,14 +672,15 @@ def _snapshot(state) -> dict:
     """Every tensor of a ``TensorState`` copied, and its generator's position."""
     import dataclasses
 
-    fields = {f.name: getattr(state, f.name).clone() for f in dataclasses.fields(state) if f.name != "generator"}
-    return {**fields, "generator": state.generator.get_state()}
+    fields = {f.name: getattr(state, f.name).clone() for f in dataclasses.fields(state)
+              if f.name not in ("generator", "rules")}
+    return {**fields, "generator": state.generator.get_state(), "rules": state.rules}
 
 
 def _assert_same(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for name in a:
-        assert torch.equal(a[name], b[name]), name
+        assert (a[name] == b[name]) if name == "rules" else torch.equal(a[name], b[name]), name
 
 
 @pytest.mark.parametrize("rules, num_players", [("classic", 2), ("penalty", 3)])
@@ -736,6 +737,35 @@ def test_a_state_of_another_shape_or_kind_is_refused():
         env.observe({"hands": None})
     with pytest.raises(RuntimeError, match=r"call reset\(\) before step\(\)"):
         env.step(torch.zeros(4, dtype=torch.int64))
+    # Another preset's state has the same tensors: it was played by the wrong rules without a word.
+    penalty = TensorEnv(4, rules="penalty").init(seed=1)
+    with pytest.raises(ValueError, match="other rules than this env's \\(rules: 'penalty' in the state, 'classic' here"):
+        env.step_state(penalty, penalty.legal_action_mask.float().argmax(1))
+    with pytest.raises(ValueError, match="observations of"):
+        env.observe(TensorEnv(4, observation="features").init(seed=1))
+    state = env.init(seed=2)
+    assert env.step_state(state, state.legal_action_mask.float().argmax(1))[0].rules == env.config
+
+
+def test_observe_takes_game_indices_and_says_what_it_takes():
+    env = TensorEnv(4)
+    env.reset(seed=0)
+    assert torch.equal(env.observe_rows([1, 3]), env.observe_rows(torch.tensor([1, 3])))
+    assert env.observe_rows(np.array([], dtype=np.int64)).shape == (0, env.obs_size)
+    for rows in (torch.tensor([4]), torch.tensor([-1]), torch.tensor([True, False, True, True]), torch.tensor([[0]]),
+                 np.array([0.5]), ["a"]):
+        with pytest.raises(ValueError, match="allowed: a 1-D tensor, array or list of game indices 0..3"):
+            env.observe_rows(rows)
+
+
+def test_one_dealer_may_be_given_as_a_number_or_a_0_d_tensor():
+    env = TensorEnv(3)
+    for dealer in (1, np.int64(1), torch.tensor(1)):
+        env.reset(seed=0, options={"dealer": dealer})
+        assert env.state.dealer.tolist() == [1, 1, 1]
+    for dealer, shown in ((2, "got 2$"), (np.array([2**63 + 1] * 3, dtype=np.uint64), "got array.*dtype=uint64")):
+        with pytest.raises(ValueError, match=r"options\['dealer'\] must be one seat in 0..1 or \(3,\) seats, " + shown):
+            env.reset(seed=0, options={"dealer": dealer})
 
 
 def test_a_device_named_with_its_index_is_the_device_of_its_states():

@@ -911,8 +911,11 @@ def test_a_resume_with_other_settings_than_last_pt_was_trained_with_is_refused(t
     run_dir = tmp_path / "other"
     run_dir.mkdir()
     (run_dir / "last.pt").write_bytes((trained_run / "last.pt").read_bytes())
+    (run_dir / "config.json").write_bytes((trained_run / "config.json").read_bytes())
     with pytest.raises(ValueError, match="seed: 3 -> 7"):
         train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "7", "--resume"])
+    # A refused resume changes nothing: config.json still holds the run's settings.
+    assert (run_dir / "config.json").read_bytes() == (trained_run / "config.json").read_bytes()
     with pytest.raises(ValueError, match="bc_teacher: 'simple' -> 'lookahead'"):
         train_main([*TINY, "--total-decisions", "384", "--run-dir", str(run_dir), "--seed", "3", "--resume",
                     "--bc-teacher", "lookahead"])
@@ -986,6 +989,8 @@ def test_an_exploit_best_response_has_the_network_of_its_init_from_file(tmp_path
     (["--policy", "missing.pt"], "missing.pt"),
     (["--policy", "simple", "--matches", "1"], "--matches"),
     (["--policy", "simple", "--init-from", "missing_start.pt"], "missing_start.pt"),
+    (["--policy", "simple", "--init-from", "."], "checkpoint . is not a regular file"),
+    (["--policy", "simple", "--seed", str(2**32)], "--seed must be at least 0 and at most 4294967295"),
 ])
 def test_exploit_refuses_bad_arguments_with_one_line(tmp_path: Path, capsys, argv, message):
     from training.exploit import cli as exploit_cli
@@ -994,6 +999,20 @@ def test_exploit_refuses_bad_arguments_with_one_line(tmp_path: Path, capsys, arg
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_an_exploit_resume_against_another_policy_is_refused_in_its_own_words(tmp_path: Path, capsys):
+    from training.exploit import ExploitConfig, cli as exploit_cli, run as exploit
+
+    config = ExploitConfig(policy="simple", decisions=10**6, minutes=0.001, num_tables=8, matches=2, seed=2,
+                           hyper=TINY_HYPER)
+    exploit(config, tmp_path / "ex", progress_bar=False)
+    recorded = (tmp_path / "ex" / "best_response" / "config.json").read_bytes()
+    capsys.readouterr()
+    assert exploit_cli(["--policy", "random", "--run-dir", str(tmp_path / "ex"), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "another --policy" in err and "'simple' -> 'random'" in err and err.count("\n") == 1
+    assert (tmp_path / "ex" / "best_response" / "config.json").read_bytes() == recorded
 
 
 @pytest.mark.parametrize("name", ["train", "improve", "exploit", "pipeline", "curve"])
@@ -1006,9 +1025,10 @@ def test_every_training_command_has_one_shape_of_exit_codes_and_stop_messages(na
     module = importlib.import_module(f"training.{name}")
     command = module.command() if name == "exploit" else module.COMMAND
     extra = ["--policy", "simple"] if name == "exploit" else []
-    assert module.cli([*extra, "--seed", "-1", "--run-dir", str(tmp_path / "x")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"{command.prog}: error: --seed") and not (tmp_path / "x").exists()
+    for seed in ("-1", str(2**32)):  # (numpy's and torch's seeding take seeds below 2**32)
+        assert module.cli([*extra, "--seed", seed, "--run-dir", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"{command.prog}: error: --seed") and not (tmp_path / "x").exists()
 
     def stopped(*_args, **_kwargs):
         raise KeyboardInterrupt

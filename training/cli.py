@@ -33,6 +33,10 @@ from okgin_env.signals import sigterm_raises
 
 T = TypeVar("T")
 
+#: The largest seed a training stage takes: python's, numpy's and torch's global seeding (one
+#: ``seed_everything``) take seeds below 2**32.
+MAX_SEED = 2**32 - 1
+
 
 def setting(default: Any, help: str, *, low: float | None = None, high: float | None = None,
             above: float | None = None, choices: tuple = (), budget: bool = False,
@@ -235,4 +239,4 @@ def seed_everything(seed: int, torch_threads: int) -> None:
     torch.set_num_threads(torch_threads)
 
 
-__all__ = ["Command", "RunOptions", "check_settings", "command_line", "flag_of", "make_run_dir", "parse_settings", "seed_everything", "setting"]
+__all__ = ["MAX_SEED", "Command", "RunOptions", "check_settings", "command_line", "flag_of", "make_run_dir", "parse_settings", "seed_everything", "setting"]

@@ -11,7 +11,7 @@ seats; seed ``--eval-seed``, which training never uses; a 95% Wilson interval; a
 not won), then trains on. ``--minutes`` also bounds the training's wall time: where it runs out, the policy
 reached is measured as the last row (how a lent GPU's minutes are spent: benchmarks/device_rows.sh).
 
-**Outputs** in ``--run-dir``: ``curve.csv`` (one row per milestone: decisions, hands, hands won,
+**Outputs** in ``--run-dir``: ``config.json`` (the curve's settings), ``curve.csv`` (one row per milestone: decisions, hands, hands won,
 win rate and its interval, training wall time, evaluation time), ``curve.png`` (our points with
 their intervals beside the JAX PPO peer's published points) and the training run's own files in
 ``train/`` (``last.pt``, ``progress.csv`` with the PPO diagnostics and behaviour per update,
@@ -19,7 +19,10 @@ their intervals beside the JAX PPO peer's published points) and the training run
 
 **Resuming**: ``--resume`` continues where a stopped run left off (training from ``last.pt``,
 the milestones already measured kept); SIGINT/SIGTERM stop it cleanly (exit 130/143) with the
-command to continue printed. Re-running ``--resume`` with a larger ``--milestones`` list extends it.
+command to continue printed. Re-running ``--resume`` with a larger ``--milestones`` list extends it
+(and ``--minutes`` and ``--workers`` may change); any other setting that differs from the curve's
+``config.json`` is refused by name, so that one curve holds rows of one measurement. Every setting
+is checked before anything is written.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cli import Command, make_run_dir, setting
+from .cli import MAX_SEED, Command, check_settings, make_run_dir, setting
+from .manifest import check_manifest, write_manifest
 from .model import NETWORKS
 from .train import TrainConfig
 
@@ -52,18 +56,18 @@ class CurveConfig:
     """The curve's settings (the training settings not named here are ``training.train``'s defaults)."""
 
     milestones: str = setting("0.5 1 2 5 10 20 35", "millions of learner decisions at which the policy is measured, "
-                              "ascending, separated by spaces")
+                              "ascending, separated by spaces (a resume may add more)", budget=True)
     hands: int = setting(2000, "single hands per measurement (mirrored: rounded up to an even number)", low=2)
     eval_seed: int = setting(900_001, "seed of the measurement's deals (no training run uses it)", low=0)
-    seed: int = setting(1, "training seed", low=0)
+    seed: int = setting(1, "training seed", low=0, high=MAX_SEED)
     bc_updates: int = setting(0, "first updates imitate simple (a warm start; 0: from random weights, as the JAX "
                               "peer starts)", low=0)
     num_tables: int = setting(512, "games stepped together", low=1)
     device: str = setting("cpu", "the tensor engine on this torch device, or empty: the numpy engine on the host",
                           choices=("", "auto", "cpu", "cuda"))
     minutes: float = setting(0.0, "also stop training after this many minutes (over every resume) and measure the "
-                             "policy where it stopped, as the last row (0: no time limit)", low=0.0)
-    workers: int = setting(1, "processes for each measurement (okgin_env.evaluate's workers)", low=1)
+                             "policy where it stopped, as the last row (0: no time limit)", low=0.0, budget=True)
+    workers: int = setting(1, "processes for each measurement (okgin_env.evaluate's workers)", low=1, runtime=True)
     network: str = setting(TrainConfig.network, "the policy network (training.model; a curve begun before "
                            "2026-12-07, when training.train had no --network, trained the mlp: resume it with "
                            "--network mlp)", choices=tuple(NETWORKS))
@@ -77,8 +81,9 @@ def milestones_of(config: CurveConfig) -> list[int]:
             value = float(word)
         except ValueError:
             raise ValueError(f"--milestones {word!r} is not a number; give millions of decisions, e.g. '0.5 1 2'") from None
-        if not 0 < value <= 1e4:
-            raise ValueError(f"--milestones {word!r}: each must be above 0 and at most 10000 (millions)")
+        if not 1e-6 <= value <= 1e4:  # (NaN fails too)
+            raise ValueError(f"--milestones {word!r}: each must be at least 0.000001 (one decision) and at most 10000 "
+                             "(millions)")
         values.append(round(value * 1e6))
     if not values or values != sorted(set(values)):
         raise ValueError(f"--milestones {config.milestones!r}: give one or more ascending values")
@@ -165,13 +170,19 @@ def _measure_milestone(config: CurveConfig, root: Path, summary: dict, csv_path:
 def run_curve(config: CurveConfig, run_dir: str | Path, resume: bool = False, progress_bar: bool = False,
               command: str | None = PROG) -> dict:
     """Train and measure to every milestone (see the module docstring); ``{"rows": ..., "stopped_by": ...}``."""
-    from .train import run
+    from .train import check_config, run
 
     milestones = milestones_of(config)
+    training = train_config(config, milestones[-1])
+    check_settings(training)
+    check_config(training)  # (a device torch cannot find, say) refused before anything is written
     root = make_run_dir(run_dir)
     csv_path, train_dir = root / "curve.csv", root / "train"
     if not resume and (csv_path.exists() or train_dir.exists()):
         raise ValueError(f"--run-dir {root} already holds a curve; continue it with --resume or give another folder")
+    if resume:  # rows measured on other hands or deals would not belong on one curve
+        check_manifest(root, config)
+    write_manifest(root, config)
     warm_start = f"warm start: {config.bc_updates} updates imitating simple" if config.bc_updates else "no warm start"
     rows = read_rows(csv_path)
     if not csv_path.exists():

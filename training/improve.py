@@ -71,7 +71,7 @@ from tqdm import tqdm
 from okgin_env.policy_loaders import policy_file_path
 from okgin_env.rules.config import make_config
 
-from .cli import Command, check_settings, make_run_dir, seed_everything, setting
+from .cli import MAX_SEED, Command, check_settings, make_run_dir, seed_everything, setting
 from .labelling import check_rollout_player, label_decisions, label_with_teacher
 from .manifest import check_manifest, write_manifest
 from .policy import build_model, load_checkpoint, metadata_value, save_checkpoint
@@ -102,7 +102,7 @@ class ImproveConfig:
     """One improvement step: the command line's flags, and ``fit`` from Python."""
 
     init_from: str = setting("checkpoints/okgin_classic_ppo.pt", "the policy to improve")
-    seed: int = setting(1, "seed for python, numpy, torch and the deals", low=0)
+    seed: int = setting(1, "seed for python, numpy, torch and the deals", low=0, high=MAX_SEED)
     decisions: int = setting(200_000, "labelled decisions to collect (all workers)", low=1)
     objective: str = setting("regress", "regress: regress the scores onto the labels (classic); policy: raise the "
                              "probability of actions above the policy's own mean label (penalty)", choices=OBJECTIVES)

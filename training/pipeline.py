@@ -53,7 +53,7 @@ from typing import Any
 
 from okgin_env.rules.config import MAX_PLAYERS, PRESETS, make_config
 
-from .cli import Command, RunOptions, check_settings, make_run_dir, setting
+from .cli import MAX_SEED, Command, RunOptions, check_settings, make_run_dir, setting
 from .manifest import (check_manifest, config_dict, recorded_place, run_place, runtime_fields, same_setting,
                        with_defaults, write_manifest)
 from .workers import ray_address_setting
@@ -156,7 +156,8 @@ class PipelineConfig:
                                low=0, high=MAX_PLAYERS)
     recipe: str = setting("", f"the recipe: {', '.join(RECIPES)}; empty: the table's (classic, or penalty-3p / "
                           "penalty-4p)", choices=("", *RECIPES))
-    seed: int = setting(1, "seed of the PPO stage; improvement step k uses seed + 9 + k", low=0)
+    seed: int = setting(1, "seed of the PPO stage; improvement step k uses seed + 9 + k", low=0,
+                       high=MAX_SEED - 9 - max(len(recipe.steps) for recipe in RECIPES.values()))
     eval_matches: int = setting(1000, "mirrored matches against simple for the start and the fitted policy of each step",
                                 low=0)
     workers: int = setting(2, "labelling and evaluation processes (or Ray CPUs with OKGIN_RAY_ADDRESS=local)", low=1,

@@ -148,7 +148,7 @@ def load_checkpoint(path: str | Path, rules: str | RulesConfig | None = None, nu
     want_rules, want_players = expected_rules(rules, num_players)
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist")
+        raise CheckpointError(f"checkpoint {path} " + ("is not a regular file" if path.exists() else "does not exist"))
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # torch raises several types for a damaged or unsafe file

@@ -34,7 +34,7 @@ import torch
 from okgin_env.observation import layout_for
 from okgin_env.rules.config import MAX_PLAYERS, PRESETS, RulesConfig, make_config
 
-from .cli import Command, check_settings, make_run_dir, seed_everything, setting
+from .cli import MAX_SEED, Command, check_settings, make_run_dir, seed_everything, setting
 from .diagnostics import behaviour, explained_variance
 from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES
 from .host_tables import HostTables, Teacher
@@ -88,7 +88,7 @@ RECIPE_HYPERPARAMETERS = Hyperparameters(learning_rate=1e-4, minibatch_size=1024
 class TrainConfig:
     """What a PPO run trains: the command line's flags, and ``hyper`` from Python."""
 
-    seed: int = setting(1, "seed for python, numpy, torch and the deals", low=0)
+    seed: int = setting(1, "seed for python, numpy, torch and the deals", low=0, high=MAX_SEED)
     rules: str = setting("classic", "rules preset the policy is trained for", choices=PRESETS)
     num_players: int = setting(0, "seats at the table (classic: 2; penalty: 2, 3 or 4); 0: the preset's own count",
                                low=0, high=MAX_PLAYERS)
@@ -343,8 +343,6 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     hyper = config.hyper
     files = RunFiles(run_dir)
     make_run_dir(files.root)
-    write_manifest(files.root, config)
-    print(files.describe(), flush=True)
 
     # Seeding: one block for every source of randomness.
     seed_everything(config.seed, hyper.torch_threads)
@@ -360,6 +358,9 @@ def run(config: TrainConfig, run_dir: str | Path, *, resume: bool = False, progr
     teacher = Teacher(config.bc_teacher, config.num_tables, config.seed, rules)
     metadata = {"rules": config.rules, "num_players": rules.num_players, "args": dataclasses.asdict(config)}
     progress, resumed = starting_point(config, files, model, optimizer, rules, resume)
+    # Written once the resume is known to fit: a refused one leaves the run's config.json as it was.
+    write_manifest(files.root, config)
+    print(files.describe(), flush=True)
     if resumed:
         table_rng = np.random.default_rng([config.seed, progress.update])
     imitation_updates = 0 if config.init_from else config.bc_updates  # trained weights need no imitation

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..echo import clipped, shown
 from ..rules.actions import NUM_ACTIONS
 from ..rules.cards import NUM_CARDS
-from ..rules.config import is_int
 
 #: The device types a TensorEnv runs on: real memory and a torch.Generator ("meta" has neither).
 DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu")
@@ -32,7 +32,9 @@ def check_device(device: Any) -> torch.device:
     try:
         return torch.zeros(1, device=parsed).device
     except (RuntimeError, TypeError, AssertionError) as error:  # CPU-only torch: AssertionError for cuda
-        raise ValueError(f"device={device!r} is not usable here: {error}; {allowed}") from None
+        # (its first line, cut: torch's text for a backend it lacks lists its every dispatch key)
+        reason = clipped((str(error).strip().splitlines() or [type(error).__name__])[0], 200)
+        raise ValueError(f"device={device!r} is not usable here: {reason}; {allowed}") from None
 
 
 def generator_seed(seed: int) -> int:
@@ -70,15 +72,18 @@ def checked_dealers(dealers: Any, n: int, num_players: int, device: torch.device
     if dealers is None:
         return None
     p = num_players
-    if is_int(dealers):
-        dealers = [int(dealers)] * n
     try:
         tensor = torch.as_tensor(np.asarray(dealers) if not isinstance(dealers, torch.Tensor) else dealers)
-    except (TypeError, ValueError, RuntimeError):
+        if tensor.dtype == torch.uint64:  # (torch compares no uint64): its seats as int64, a huge one made negative
+            tensor = torch.as_tensor(np.asarray(tensor.cpu().numpy()).astype(np.int64))
+    except (TypeError, ValueError, RuntimeError, OverflowError):
         tensor = None
+    if tensor is not None and tensor.dim() == 0:  # one seat for every game
+        tensor = tensor.reshape(1).expand(n)
     if (tensor is None or tensor.shape != (n,) or tensor.dtype.is_floating_point or tensor.dtype == torch.bool
-            or bool(((tensor < 0) | (tensor >= p)).any())):
-        raise ValueError(f"options['dealer'] must be one seat in 0..{p - 1} or ({n},) seats, got {dealers!r:.80}")
+            or tensor.dtype.is_complex or bool(((tensor < 0) | (tensor >= p)).any())):
+        raise ValueError(f"options['dealer'] must be one seat in 0..{p - 1} or ({n},) seats, got "
+                         f"{' '.join(shown(dealers).split())}")
     return tensor.to(device=device, dtype=torch.int64)
 
 
@@ -103,5 +108,23 @@ def checked_actions(actions: Any, n: int, device: torch.device) -> tuple[torch.T
     return actions.to(device=device, dtype=torch.int64), given
 
 
+def checked_rows(rows: Any, n: int, device: torch.device) -> torch.Tensor:
+    """``observe``'s game indices as a 1-D int64 tensor on ``device``: a tensor, array or list of
+    ints in ``0..n-1`` (a bool mask is not indices: ``mask.nonzero().squeeze(1)`` gives them)."""
+    allowed = f"allowed: a 1-D tensor, array or list of game indices 0..{n - 1}"
+    if not isinstance(rows, torch.Tensor):
+        array = np.asarray(rows)
+        if array.dtype == object or not np.issubdtype(array.dtype, np.integer) or array.dtype == np.uint64:
+            raise ValueError(f"rows must be integers, got dtype {array.dtype}; {allowed}")
+        rows = torch.as_tensor(array.astype(np.int64))
+    if rows.dim() != 1 or rows.dtype == torch.bool or rows.dtype.is_floating_point or rows.dtype.is_complex \
+            or rows.dtype == torch.uint64:
+        raise ValueError(f"rows must be 1-D integers, got shape {tuple(rows.shape)} of {rows.dtype}; {allowed}")
+    rows = rows.to(device=device, dtype=torch.int64)
+    if rows.numel() and not bool(((rows >= 0) & (rows < n)).all()):
+        raise ValueError(f"rows hold {int(rows.min())}..{int(rows.max())}; {allowed}")
+    return rows
+
+
 __all__ = ["BIG_SEED", "DEVICE_TYPES", "check_device", "checked_actions", "checked_dealers", "checked_decks",
-           "generator_seed"]
+           "checked_rows", "generator_seed"]

@@ -78,6 +78,7 @@ and the same with the state kept inside the env (``env.state``), as the trainer 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -89,7 +90,7 @@ from ..rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, P
 from ..rules.cards import CARD_VALUES, NUM_CARDS
 from ..rules.config import RulesConfig, check_seed, is_int, make_config
 from ..rules.round import STOCK_LEFT_AT_WALL, Phase
-from .arguments import check_device, checked_actions, checked_dealers, checked_decks, generator_seed
+from .arguments import check_device, checked_actions, checked_dealers, checked_decks, checked_rows, generator_seed
 from .encode import encode_observations
 from .round_end import end_rounds
 from .solver import NO_CHOICE, MeldTables, deadwood_after_each
@@ -175,7 +176,7 @@ class TensorEnv:
         """(len(rows), D) the observation of the seat to act in the games ``rows`` of ``state``
         (default every game); the mask is ``state.legal_action_mask``."""
         self._check_state(state)
-        rows = self.table_rows if rows is None else rows
+        rows = self.table_rows if rows is None else checked_rows(rows, self.num_envs, self.device)
         return encode_observations(self, state, rows, state.current[rows], over=False,
                                    mask=state.legal_action_mask[rows])
 
@@ -185,6 +186,15 @@ class TensorEnv:
         if (state.num_envs, state.num_players) != (self.num_envs, self.num_players) or state.device != self.device:
             raise ValueError(f"state holds {state.num_envs} games of {state.num_players} seats on {state.device}; "
                              f"this env plays {self.num_envs} of {self.num_players} on {self.device}")
+        if state.rules != self.config:
+            differ = "; ".join(f"{item.name}: {getattr(state.rules, item.name, None)!r} in the state, "
+                               f"{getattr(self.config, item.name)!r} here" for item in dataclasses.fields(self.config)
+                               if getattr(state.rules, item.name, None) != getattr(self.config, item.name))
+            raise ValueError(f"state is played by other rules than this env's ({differ}); step and observe a "
+                             "state with an env of its rules")
+        if state.observation.shape[1] != self.obs_size:
+            raise ValueError(f"state holds observations of {state.observation.shape[1]} values; this env's have "
+                             f"{self.obs_size} (observation={self.observation!r})")
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> TensorStep:
@@ -214,7 +224,7 @@ class TensorEnv:
                 generator.seed()
             else:
                 generator.manual_seed(generator_seed(seed))
-        state = TensorState.empty(n, p, self.obs_size, generator)
+        state = TensorState.empty(n, p, self.obs_size, generator, rules=self.config)
         first_dealers = torch.randint(0, p, (n,), generator=generator, device=self.device)
         state.dealer.copy_(first_dealers if dealers is None else dealers)
         self.deal(state, self.table_rows, decks)

@@ -17,6 +17,7 @@ import torch
 
 from ..rules.actions import NUM_ACTIONS
 from ..rules.cards import NUM_CARDS
+from ..rules.config import RulesConfig
 
 
 @dataclass
@@ -54,10 +55,12 @@ class TensorState:
     hand_deadwood: torch.Tensor  # (N,) int64: least deadwood of the 11 cards (discard phase), else 0
     observation: torch.Tensor  # (N, D) float32: the last observed step's (stale after observe=False)
     generator: torch.Generator  # every deal, first dealer and stock rebuild
+    rules: RulesConfig | None = None  # the rules it is played by: an env refuses a state of other rules
 
     @classmethod
-    def empty(cls, num_envs: int, num_players: int, observation_size: int, generator: torch.Generator) -> TensorState:
-        """All-zero games (no card dealt) on the generator's device."""
+    def empty(cls, num_envs: int, num_players: int, observation_size: int, generator: torch.Generator,
+              rules: RulesConfig | None = None) -> TensorState:
+        """All-zero games (no card dealt) on the generator's device, to be played by ``rules``."""
         n, p, dev = num_envs, num_players, generator.device
         i64 = dict(dtype=torch.int64, device=dev)
         cards = torch.zeros(n, p, NUM_CARDS, dtype=torch.bool, device=dev)
@@ -74,7 +77,8 @@ class TensorState:
             rounds_played=torch.zeros(n, **i64),
             legal_action_mask=torch.zeros(n, NUM_ACTIONS, dtype=torch.bool, device=dev),
             deadwood_after=torch.zeros(n, NUM_CARDS, **i64), hand_deadwood=torch.zeros(n, **i64),
-            observation=torch.zeros(n, observation_size, dtype=torch.float32, device=dev), generator=generator)
+            observation=torch.zeros(n, observation_size, dtype=torch.float32, device=dev), generator=generator,
+            rules=rules)
 
     @property
     def num_envs(self) -> int:
@@ -94,8 +98,8 @@ class TensorState:
         generator = torch.Generator(device=self.device)
         generator.set_state(self.generator.get_state())
         tensors = {field.name: getattr(self, field.name).clone() for field in dataclasses.fields(self)
-                   if field.name != "generator"}
-        return TensorState(**tensors, generator=generator)
+                   if field.name not in ("generator", "rules")}
+        return TensorState(**tensors, generator=generator, rules=self.rules)  # (a RulesConfig is immutable)
 
     def hand_masks(self) -> torch.Tensor:
         """(N, P) int64: every seat's hand as a 52-bit card mask (hidden information: for tools,
