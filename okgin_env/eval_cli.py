@@ -17,18 +17,50 @@ bot names; ``--wide`` shows every column.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from .episode import DEFAULT_MAX_ROUNDS
-from .eval_results import check_output_prefix
+from .eval_results import check_output_prefix, output_paths
 from .evaluate import MAX_WORKERS, EvaluationInterrupted, RecordsNotWritten, evaluate
-from .players import bot_help
+from .players import AGENT_FILE, bot_help, is_agent_file
+from .policy_loaders import is_policy_file, resolve_policy_spec
 from .signals import sigterm_raises
 from .table_cli import add_table_arguments, table_options
 
 
+
+
+def _input_files(specs: Sequence[str]) -> list[str]:
+    """The files the policy specs read (policy files, agent files), where they name one."""
+    files = []
+    for spec in specs:
+        if is_agent_file(spec):
+            files.append(AGENT_FILE.fullmatch(spec)["path"])
+        elif is_policy_file(spec):
+            try:
+                files.append(resolve_policy_spec(spec)[1])
+            except ValueError:  # a malformed spec: evaluate reports it
+                pass
+    return files
+
+
+def check_distinct_outputs(out: str | None, record: str | None, policies: Sequence[str]) -> None:
+    """A ValueError, before any game, where two outputs are one file (the later one would replace
+    the earlier, and both would be reported written) or an output is a policy being evaluated."""
+    outputs = [*(output_paths(out) if out else ()), *([record] if record else [])]
+    seen: dict[str, str] = {}
+    for path in outputs:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise ValueError(f"--record {record!r} is also a file of --out {out!r}: give them different names")
+        seen[real] = path
+    inputs = {os.path.realpath(path) for path in _input_files(policies)}
+    for real, path in seen.items():
+        if real in inputs:
+            raise ValueError(f"the output {path!r} is a file being evaluated: it would be overwritten; give another name")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with sigterm_raises():
             if args.out:
                 check_output_prefix(args.out)
+            check_distinct_outputs(args.out, args.record, args.policies)
             results = evaluate(
                 args.policies,
                 matches=args.matches,

@@ -217,6 +217,9 @@ def check_output_prefix(prefix: str) -> None:
     Creates the folder (as ``write`` would) and probes it with a temporary file, which also
     catches read-only file systems and a path through a regular file.
     """
+    if not os.path.basename(prefix):  # 'out/' would write the hidden files out/.json and out/.csv
+        raise ValueError(f"--out {prefix!r} ends in a folder: give a file prefix, e.g. {os.path.join(prefix, 'results')!r} "
+                         "(which writes results.json and results.csv there)")
     folder = os.path.dirname(prefix) or "."
     prepare_output_folder(folder, f"cannot write results to {prefix!r}")
     for path in output_paths(prefix):

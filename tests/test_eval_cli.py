@@ -97,6 +97,21 @@ def test_an_unwritable_out_is_found_before_the_run(tmp_path, no_games, capsys):
         assert "cannot write results to" in capsys.readouterr().err
 
 
+def test_outputs_that_are_one_file_or_an_input_are_refused_before_the_run(tmp_path, no_games, capsys):
+    """--record coll.json --out coll wrote the results over the game records and reported both
+    written; --record victim.pt replaced the policy file being evaluated; --out DIR/ wrote hidden files."""
+    victim = tmp_path / "victim.py"
+    victim.write_text("from okgin_env.bots import SimpleBot as Agent\n")
+    for extra, message in ((["--record", str(tmp_path / "coll.json"), "--out", str(tmp_path / "coll")],
+                            "is also a file of --out"),
+                           (["--record", str(victim)], "is a file being evaluated"),
+                           (["--out", str(tmp_path / "dir") + os.sep], "ends in a folder: give a file prefix")):
+        assert main([f"{victim}:Agent", "random", "--matches", "2", "--no-progress", *extra]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    assert victim.read_text().startswith("from okgin_env") and sorted(os.listdir(tmp_path)) == ["victim.py"]
+
+
 def test_out_creates_its_folder(tmp_path, capsys):
     prefix = tmp_path / "new" / "folder" / "res"
     assert main(["simple", "random", "--matches", "2", "--episode", "round", "--no-progress", "--out", str(prefix)]) == 0

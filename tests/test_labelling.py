@@ -223,6 +223,31 @@ def test_a_damaged_label_chunk_of_extra_labels_is_named(tmp_path, damage, messag
     with pytest.raises(ValueError, match=message):
         improve(["--init-from", CLASSIC, "--decisions", "4", "--workers", "1", "--eval-matches", "0",
                  "--extra-labels", str(earlier), "--run-dir", str(tmp_path / "later")])
+    assert not (tmp_path / "later").exists()  # read before any labelling: nothing was written
+
+
+def test_extra_labels_of_other_rules_or_inputs_are_refused_before_labelling(tmp_path):
+    """Standard labels have the classic arrays' shapes: they were fitted into a classic policy
+    without a word, and a 3-player run's failed with numpy's text after the labelling."""
+    standard = tmp_path / "standard"
+    improve(["--init-from", "checkpoints/okgin_standard.pt", "--decisions", "4", "--workers", "1",
+             "--eval-matches", "0", "--run-dir", str(standard)])
+    later = ["--init-from", CLASSIC, "--decisions", "4", "--workers", "1", "--eval-matches", "0",
+             "--run-dir", str(tmp_path / "later")]
+    with pytest.raises(ValueError, match="--extra-labels .*standard: it holds labels of rules='standard'; "
+                                         "this run fits rules='classic'"):
+        improve([*later, "--extra-labels", str(standard)])
+    record = json.loads((standard / "labels.json").read_text())
+    (standard / "labels.json").write_text(json.dumps({**record, "rules": "classic"}))
+    with np.load(standard / "labels_0000.npz") as chunk:
+        arrays = dict(chunk)
+    np.savez(standard / "labels_0000.npz", **{**arrays, "obs": arrays["obs"][:, :7]})
+    with pytest.raises(ValueError, match=r"its obs holds \(7,\) of float32 a decision"):
+        improve([*later, "--extra-labels", str(standard)])
+    np.savez(standard / "labels_0000.npz", **{**arrays, "legal": arrays["legal"].astype(np.int64)})
+    with pytest.raises(ValueError, match="its legal holds"):
+        improve([*later, "--extra-labels", str(standard)])
+    assert not (tmp_path / "later").exists()
 
 
 def test_improve_cli_exits_2_with_a_message(tmp_path, capsys):
@@ -230,7 +255,7 @@ def test_improve_cli_exits_2_with_a_message(tmp_path, capsys):
 
     assert cli(["--init-from", str(tmp_path / "missing.pt"), "--run-dir", str(tmp_path / "r")]) == 2
     assert "missing.pt" in capsys.readouterr().err
-    for flag, value, message in (("--decisions", "0", "--decisions must be at least 1"),
+    for flag, value, message in (("--decisions", "1", "--decisions must be at least 2"),
                                  ("--objective", "imitate", "--objective 'imitate'; allowed: regress, policy"),
                                  ("--rollout-player", "defender", "held-out bots"),
                                  ("--extra-labels", str(tmp_path / "none"), "no labels_*.npz there")):
@@ -239,7 +264,8 @@ def test_improve_cli_exits_2_with_a_message(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("damage", ["manifest_list", "truncated_chunk", "empty_chunk", "no_q", "scalar_q"])
+@pytest.mark.parametrize("damage", ["manifest_list", "truncated_chunk", "empty_chunk", "no_q", "scalar_q", "narrow_obs",
+                                    "int_legal"])
 def test_improve_resume_relabels_what_is_damaged(tmp_path, damage):
     """Issue 42: a damaged labels.json or label chunk on --resume is labelled again, not a traceback."""
     common = ["--init-from", CLASSIC, "--decisions", "8", "--workers", "1", "--eval-matches", "0", "--seed", "3",
@@ -252,6 +278,14 @@ def test_improve_resume_relabels_what_is_damaged(tmp_path, damage):
         with np.load(tmp_path / "r" / "labels_0001.npz") as chunk:
             arrays = {key: chunk[key] for key in chunk.files if key != "q"}
         np.savez(tmp_path / "r" / "labels_0001.npz", **arrays, **({"q": np.float32(1)} if damage == "scalar_q" else {}))
+    elif damage in ("narrow_obs", "int_legal"):  # one row per decision, but not this network's inputs
+        with np.load(tmp_path / "r" / "labels_0001.npz") as chunk:
+            arrays = dict(chunk)
+        if damage == "narrow_obs":
+            arrays["obs"] = arrays["obs"][:, :7]
+        else:
+            arrays["legal"] = arrays["legal"].astype(np.int64)
+        np.savez(tmp_path / "r" / "labels_0001.npz", **arrays)
     else:
         chunk = tmp_path / "r" / "labels_0001.npz"
         chunk.write_bytes(b"" if damage == "empty_chunk" else chunk.read_bytes()[:200])

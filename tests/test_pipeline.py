@@ -178,13 +178,14 @@ def test_quick_keeps_the_first_two_steps_and_bad_recipes_are_refused():
     assert quick.steps[0].rollout_player == "lookahead"
     for steps, average, message in (((Step(10, start=1),), (), "step 1 can start from 0"),
                                     ((Step(10), Step(10, carry=2)), (), "step 2 can add the labels of 0 to 1"),
-                                    ((Step(0),), (), "decisions must be at least 1"),
+                                    ((Step(1),), (), "decisions must be at least 2"),
                                     ((Step(10), Step(10)), (2,), "two or more different steps")):
         with pytest.raises(ValueError, match=message):
             dataclasses.replace(Recipe("classic", 10, steps), average=average).check()
 
 
-@pytest.mark.parametrize("content", ["[]", "{}", "{not json", '{"stages": []}'])
+@pytest.mark.parametrize("content", ["[]", "{}", "{not json", '{"stages": []}', '{"stages": {}, "stages_planned": "x"}',
+                                     '{"stages": {}, "stages_planned": {"ppo": 3}}'])
 def test_a_damaged_pipeline_record_is_named(tmp_path, content, capsys):
     """Issue 42: a damaged pipeline.json on --resume is one line naming the file (exit 2)."""
     import training.pipeline as pipeline

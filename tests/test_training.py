@@ -390,6 +390,19 @@ def test_plot_redraws_the_learning_curve_and_explains_what_is_missing(evaluated_
     assert "no evaluation" in capsys.readouterr().err
     assert plot_main([str(tmp_path / "nowhere")]) == 2
     assert "progress.csv does not exist" in capsys.readouterr().err
+    # A damaged progress.csv or an --out it cannot write: one line, exit 2 (they were tracebacks), nothing written.
+    for out in ("curve", str(tmp_path / "missing" / "c.png"), str(tmp_path / "c.txt"), str(tmp_path)):
+        assert plot_main([str(evaluated_run), "--out", out]) == 2
+        assert "give a file ending in .png in a folder that exists" in capsys.readouterr().err
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "progress.csv").write_text("update,elapsed_s,win_rate_vs_simple,win_rate_vs_random\n1,abc,0.5,0.9\n")
+    assert plot_main([str(damaged)]) == 2
+    assert "progress.csv line 2: expected numbers in elapsed_s" in capsys.readouterr().err
+    (damaged / "progress.csv").write_bytes(b"\xff\xfe\x00")
+    assert plot_main([str(damaged)]) == 2
+    assert "is not a readable CSV file" in capsys.readouterr().err
+    assert not (damaged / "learning_curve.png").exists()
 
 
 def test_the_evaluation_is_okgin_env_evaluate_over_mirrored_matches(evaluated_run: Path):
@@ -706,7 +719,7 @@ def test_improve_with_a_teacher_labels_its_choice_reproducibly_and_fits_towards_
     (["--teacher", "simple", "--objective", "policy"], "--objective, --rollout-player and --extra-labels are for"),
     (["--teacher", "simple", "--rollout-player", "simple"], "leave them at their defaults"),
     (["--teacher", "simple", "--extra-labels", "runs/x"], "--teacher labels each decision with the teacher's move"),
-    (["--teacher", "simple", "--decisions", "0"], "--decisions must be at least 1"),
+    (["--teacher", "simple", "--decisions", "1"], "--decisions must be at least 2"),
 ] + ([] if importlib.util.find_spec("ray") else [(["--teacher", "simple"], "ray_address='local' (on a command line: OKGIN_RAY_ADDRESS) needs Ray")]))
 def test_improve_with_a_teacher_refuses_bad_arguments_before_writing_anything(trained_run: Path, tmp_path: Path, options,
                                                                                message, capsys, monkeypatch):

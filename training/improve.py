@@ -72,6 +72,7 @@ from okgin_env.policy_loaders import policy_file_path
 from okgin_env.rules.config import make_config
 
 from .cli import MAX_SEED, Command, check_settings, make_run_dir, seed_everything, setting
+from .features import MAX_LEGAL_ACTIONS, NUM_ACTION_FEATURES, NUM_CONTEXT_FEATURES, NUM_OUTLOOK_FEATURES
 from .labelling import check_rollout_player, label_decisions, label_with_teacher
 from .manifest import check_manifest, write_manifest
 from .policy import build_model, load_checkpoint, metadata_value, save_checkpoint
@@ -103,7 +104,8 @@ class ImproveConfig:
 
     init_from: str = setting("checkpoints/okgin_classic_ppo.pt", "the policy to improve")
     seed: int = setting(1, "seed for python, numpy, torch and the deals", low=0, high=MAX_SEED)
-    decisions: int = setting(200_000, "labelled decisions to collect (all workers)", low=1)
+    decisions: int = setting(200_000, "labelled decisions to collect (all workers; one is held out to report the "
+                             "fit, so at least two)", low=2)
     objective: str = setting("regress", "regress: regress the scores onto the labels (classic); policy: raise the "
                              "probability of actions above the policy's own mean label (penalty)", choices=OBJECTIVES)
     rollout_player: str = setting("policy", "who plays the learner's seat in the labelling rollouts: policy, the "
@@ -132,7 +134,8 @@ def chunk_sizes(decisions: int, chunk: int) -> list[int]:
 
 
 def label_chunks(run_dir: Path, manifest: dict, init_from: str, label, job_for, *, resume: bool, workers: int,
-                 ray_address: str, progress: bool, desc: str) -> tuple[list[Path], float]:
+                 ray_address: str, progress: bool, desc: str,
+                 shapes: dict[str, tuple[tuple[int, ...], str]] | None = None) -> tuple[list[Path], float]:
     """Run the labelling jobs of ``manifest["sizes"]`` and save each as ``labels_NNNN.npz``.
 
     ``label(job)`` runs in the workers (``training.workers.run_jobs``); ``job_for(checkpoint, k,
@@ -144,7 +147,7 @@ def label_chunks(run_dir: Path, manifest: dict, init_from: str, label, job_for, 
     Returns every chunk's path, in job order, and the seconds spent labelling.
     """
     sizes = manifest["sizes"]
-    done = finished_chunks(run_dir, manifest, sizes) if resume else {}
+    done = finished_chunks(run_dir, manifest, sizes, shapes) if resume else {}
     for old in run_dir.glob("labels_*.npz"):
         if old not in done.values():
             if old.is_dir() and not old.is_symlink():
@@ -184,7 +187,8 @@ def _same_manifest(old: dict, new: dict) -> bool:
     return {**old, "init_from": checkpoint_identity(start)} == new
 
 
-def finished_chunks(run_dir: Path, manifest: dict, sizes: list[int]) -> dict[int, Path]:
+def finished_chunks(run_dir: Path, manifest: dict, sizes: list[int],
+                    shapes: dict[str, tuple[tuple[int, ...], str]] | None = None) -> dict[int, Path]:
     """The label chunks an earlier run with the same ``manifest`` finished: ``{job index: path}``.
 
     Chunks of another run (other start, rules, seed or sizes) are not kept: their labels would not
@@ -211,7 +215,7 @@ def finished_chunks(run_dir: Path, manifest: dict, sizes: list[int]) -> dict[int
         path = chunk_path(run_dir, k)
         if path.exists():
             try:
-                whole = load_labels([path])["q"].shape[0] == size
+                whole = load_labels([path], shapes)["q"].shape[0] == size
             except ValueError:  # a damaged chunk (load_labels names it) is labelled again
                 whole = False
             if whole:
@@ -264,21 +268,58 @@ def agreement(model, batch: dict[str, torch.Tensor]) -> float:
     return float((batch["q"].gather(-1, _choices(model, batch)) >= best_q).float().mean())
 
 
-def load_labels(chunks: list[Path]) -> dict[str, torch.Tensor]:
-    """The label chunks' arrays, concatenated in order; a ``ValueError`` naming a damaged chunk."""
-    parts = []
-    for path in chunks:
-        try:
-            with np.load(path) as chunk:
-                part = {key: chunk[key] for key in LABELLED_ARRAYS}
-            rows = {value.shape[0] if value.ndim else None for value in part.values()}
-            if len(rows) != 1 or None in rows or part["q"].ndim != 2:
-                raise ValueError("its arrays do not have one row per decision")
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            raise ValueError(f"label chunk {path} cannot be read ({type(error).__name__}: {error}); "
-                             "remove it (or the run folder) and label again") from None
-        parts.append(part)
+def label_shapes(meta: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Each labelled array's shape after its decision axis and its dtype kind (numpy's: ``f``
+    float, ``i`` integer, ``b`` bool), for the network a checkpoint's ``meta`` describes."""
+    features = NUM_ACTION_FEATURES + (NUM_OUTLOOK_FEATURES if metadata_value(meta, "outlook_features") else 0)
+    return {"obs": ((meta["observation_size"],), "f"), "ctx": ((NUM_CONTEXT_FEATURES,), "f"),
+            "feat": ((MAX_LEGAL_ACTIONS, features), "f"), "ids": ((MAX_LEGAL_ACTIONS,), "i"),
+            "legal": ((MAX_LEGAL_ACTIONS,), "b"), "q": ((MAX_LEGAL_ACTIONS,), "f")}
+
+
+def read_label_chunk(path: Path, shapes: dict[str, tuple[tuple[int, ...], str]] | None = None,
+                     advice: str = "remove it (or the run folder) and label again") -> dict[str, np.ndarray]:
+    """One label chunk's arrays, checked as ``load_labels`` says."""
+    try:
+        with np.load(path) as chunk:
+            part = {key: chunk[key] for key in LABELLED_ARRAYS}
+        rows = {value.shape[0] if value.ndim else None for value in part.values()}
+        if len(rows) != 1 or None in rows or part["q"].ndim != 2:
+            raise ValueError("its arrays do not have one row per decision")
+        for key, (tail, kind) in (shapes or {}).items():
+            if part[key].shape[1:] != tail or part[key].dtype.kind != kind:
+                raise ValueError(f"its {key} holds {part[key].shape[1:]} of {part[key].dtype} a decision; "
+                                 f"this network's labels hold {tail} of kind {kind!r}")
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+        raise ValueError(f"label chunk {path} cannot be read ({type(error).__name__}: {error}); {advice}") from None
+    return part
+
+
+def load_labels(chunks: list[Path], shapes: dict[str, tuple[tuple[int, ...], str]] | None = None,
+                advice: str = "remove it (or the run folder) and label again") -> dict[str, torch.Tensor]:
+    """The label chunks' arrays, concatenated in order; a ``ValueError`` naming a damaged chunk
+    (``advice``: what its message tells the user to do). ``shapes`` (``label_shapes``): each array
+    must also have that shape after its decision axis and that dtype kind."""
+    parts = [read_label_chunk(path, shapes, advice) for path in chunks]
     return {key: torch.from_numpy(np.concatenate([part[key] for part in parts])) for key in LABELLED_ARRAYS}
+
+
+def extra_label_chunks(folder: str, rules: str, shapes: dict[str, tuple[tuple[int, ...], str]]) -> list[Path]:
+    """The label chunks of another run's ``folder`` (``--extra-labels``), each read and checked:
+    labels of ``rules`` for this network's inputs; a ``ValueError`` naming the folder otherwise."""
+    found = sorted(Path(folder).glob("labels_*.npz"))
+    if not found:
+        raise FileNotFoundError(f"--extra-labels {folder}: no labels_*.npz there")
+    try:
+        recorded = json.loads((Path(folder) / "labels.json").read_text()).get("rules")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if recorded != rules:
+        made = f"labels of rules={recorded!r}" if isinstance(recorded, str) else "no readable labels.json naming its rules"
+        raise ValueError(f"--extra-labels {folder}: it holds {made}; this run fits rules={rules!r}")
+    for chunk in found:  # one at a time: the fit reads them all later
+        read_label_chunk(chunk, shapes, advice=f"--extra-labels {folder} cannot be fitted here")
+    return found
 
 
 # ----------------------------------------------------------------------------- the stage
@@ -303,12 +344,9 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
 
         check_training_player(config.teacher, "--teacher", table)
     check_rollout_player(config.rollout_player, table)
-    extra_chunks = []
-    for extra in filter(None, config.extra_labels.split(",")):
-        found = sorted(Path(extra).glob("labels_*.npz"))
-        if not found:
-            raise FileNotFoundError(f"--extra-labels {extra}: no labels_*.npz there")
-        extra_chunks += found
+    shapes = label_shapes(meta)
+    extra_chunks = [chunk for extra in filter(None, config.extra_labels.split(","))
+                    for chunk in extra_label_chunks(extra, rules, shapes)]  # (all read before any labelling)
     # The start is named by its bytes' hash, so that the same checkpoint resumes from another path.
     recorded = dataclasses.replace(config, init_from=checkpoint_identity(config.init_from))
     if resume:
@@ -335,7 +373,7 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
         run_dir, manifest, config.init_from, label,
         lambda checkpoint, k, size: (checkpoint, rules, *teacher, config.seed * 100_000 + k, size, *job_options),
         resume=resume, workers=config.workers, ray_address=config.ray_address, progress=progress_bar,
-        desc=f"{kind} ({fit.chunk} decisions a job)")
+        desc=f"{kind} ({fit.chunk} decisions a job)", shapes=shapes)
     objective = "imitate" if config.teacher else config.objective
     teacher_summary = {"teacher": config.teacher, "labelling_seconds": round(labelling_seconds, 1)} if config.teacher else {}
     return fit_and_evaluate(config.init_from, start, [*chunks, *extra_chunks], run_dir, objective=objective,
@@ -352,7 +390,7 @@ def fit_and_evaluate(init_from: str, start: dict[str, Any], chunks: list[Path], 
     ``run_dir/fitted.pt`` (its metadata extended by ``record``), evaluate the start and the fitted
     policy against ``simple`` and write ``summary.json`` (with ``summary_extra`` added); the summary."""
     meta, rules = start["metadata"], start["metadata"]["rules"]
-    data = load_labels(chunks)
+    data = load_labels(chunks, label_shapes(meta))
     size = data["q"].shape[0]
     order, held = torch.randperm(size), max(1, int(size * fit.validation_fraction))
     validation = {k: v[order[:held]] for k, v in data.items()}

@@ -94,8 +94,9 @@ class Recipe:
     def check(self) -> None:
         """A ``ValueError`` naming the first step that cannot run."""
         for number, step in enumerate(self.steps, 1):
-            if step.decisions < 1:
-                raise ValueError(f"step {number}: decisions must be at least 1, got {step.decisions}")
+            least = improve_decisions_low()  # (the step's improve run's own bound)
+            if step.decisions < least:
+                raise ValueError(f"step {number}: decisions must be at least {least}, got {step.decisions}")
             if step.start is not None and not 0 <= step.start < number:
                 raise ValueError(f"step {number} can start from 0 (the first stage) to {number - 1}, not {step.start}")
             if not 0 <= step.carry < number:
@@ -134,6 +135,13 @@ def default_recipe(rules: str, num_players: int) -> str:
     if rules in ("classic", "standard"):
         return rules
     return "penalty-4p" if num_players == 4 else "penalty-3p"
+
+
+def improve_decisions_low() -> int:
+    """The fewest decisions an improvement step labels: ``training.improve``'s ``--decisions`` bound."""
+    from .improve import ImproveConfig
+
+    return next(item.metadata["low"] for item in dataclasses.fields(ImproveConfig) if item.name == "decisions")
 
 
 def quick_recipe(recipe: Recipe) -> Recipe:
@@ -429,6 +437,9 @@ def read_record(path: Path) -> dict[str, Any]:
         record = json.loads(path.read_text())
         if not isinstance(record, dict) or not isinstance(record.get("stages"), dict):
             raise ValueError("not a pipeline record (no 'stages' object)")
+        if not isinstance(record.get("stages_planned", {}), dict) or not all(
+                isinstance(stage, (dict, list)) for stage in record.get("stages_planned", {}).values()):
+            raise ValueError("its 'stages_planned' is not an object of each stage's settings")
     except (OSError, ValueError) as error:
         raise ValueError(f"{path} is damaged ({error}); start the pipeline again in another --run-dir") from None
     return record
