@@ -4,8 +4,8 @@
     python -m okgin_env.eval_cli random simple search --matches 100          # the same command
 
 Every problem found before the first game (an unknown policy or bot setting, a bad rule option,
-a negative ``--seed``, an ``--out`` or ``--record`` that cannot be written) ends with exit
-status 2 and a one-line message. ``--workers`` is capped at the number of games (the summary
+a negative ``--seed``, an ``--out`` or ``--record`` that cannot be written, two outputs that are
+one file, an output that is a file being evaluated) ends with exit status 2 and a one-line message. ``--workers`` is capped at the number of games (the summary
 line says so). Ctrl-C and SIGTERM stop the run: the workers are ended, the table of the games
 that finished is printed with a line saying the run was interrupted, and the exit status is 130
 (SIGINT) or 143 (SIGTERM). The results are printed before any file is written: a file that
