@@ -397,7 +397,11 @@ class BatchEnv:
         idx = _check_games_arg(games, self.num_games)
         rows = np.arange(self.num_games) if idx is None else idx
         n = self.num_players
-        observers = np.broadcast_to(np.asarray(seats), rows.shape)
+        given = np.asarray(seats)
+        if given.ndim > 1 or (given.ndim == 1 and given.shape != rows.shape):
+            raise ValueError(f"seats must be one seat for every game or one per game ({rows.size}), "
+                             f"got shape {given.shape}")
+        observers = np.broadcast_to(given, rows.shape)
         if observers.size and (observers.dtype == np.bool_ or not np.issubdtype(observers.dtype, np.integer)):
             raise ValueError(f"seats must be ints in 0..{n - 1}")
         observers = observers.astype(np.int64)

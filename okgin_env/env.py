@@ -133,23 +133,56 @@ class TerminateIllegalActions(wrappers.TerminateIllegalWrapper):
         super().step(action)
 
 
+#: What PettingZoo's order-enforcing wrapper refuses to read before a reset.
+WRAPPER_SET_BY_RESET = frozenset({"rewards", "terminations", "truncations", "infos", "agent_selection", "num_agents",
+                                  "agents"})
+
+
 class OrderEnforcingEnv(wrappers.OrderEnforcingWrapper):
     """PettingZoo's ``OrderEnforcingWrapper`` with ``last`` and ``step`` handed to the env inside in
     one call once reset: the plain wrapper reads every attribute that ``last`` and ``step`` touch
     through its ``__getattr__``, a third of a decision's time in a random-play loop. Behaviour is
-    the plain wrapper's (errors before reset, the warning for a step with no agents left)."""
+    the plain wrapper's (the warning for a step with no agents left), except that use before a
+    reset is this module's ``ResetRequiredError``, as the raw env's, where the plain wrapper raises
+    an AssertionError or a bare AttributeError."""
+
+    def _require_reset(self, what: str) -> None:
+        if not self._has_reset:
+            raise ResetRequiredError(f"call reset() before {what} (no reset has succeeded yet)")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in WRAPPER_SET_BY_RESET and not self.__dict__.get("_has_reset", False):
+            raise ResetRequiredError(f"call reset() before using the environment (no reset has succeeded yet; "
+                                     f"{name} is unset)")
+        return super().__getattr__(name)
 
     def last(self, observe: bool = True):
-        if not self._has_reset:
-            raise AttributeError("agent_selection cannot be accessed before reset")
+        self._require_reset("last()")
         return self.env.last(observe)
 
     def step(self, action: Any) -> None:
-        if self._has_reset and self.env.agents:
+        self._require_reset("step()")
+        if self.env.agents:
             self._has_updated = True
             self.env.step(action)
         else:
             super().step(action)
+
+    def observe(self, agent: str) -> Any:
+        self._require_reset("observe()")
+        return super().observe(agent)
+
+    def render(self) -> Any:
+        self._require_reset("render()")
+        return super().render()
+
+    def state(self) -> np.ndarray:
+        self._require_reset("state()")
+        return super().state()
+
+    def agent_iter(self, max_iter: int = 2**63) -> Any:
+        self._require_reset("agent_iter()")
+        return super().agent_iter(max_iter)
 
     def __str__(self) -> str:
         return str(self.env)
@@ -229,6 +262,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def __getattr__(self, name: str) -> Any:
         # Only called for a missing attribute: what reset sets is missing until a reset succeeded.
+        # Also when a property raised an AttributeError (a ResetRequiredError is one): its own
+        # error, not "no attribute", for an accessor that exists.
+        accessor = getattr(type(self), name, None)
+        if isinstance(accessor, property):
+            return accessor.fget(self)
         if name in SET_BY_RESET:
             raise ResetRequiredError(f"call reset() before using the environment (no reset has succeeded yet; {name} is unset)")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")

@@ -48,7 +48,8 @@ import numpy as np
 
 from .env import ILLEGAL_ACTION_MODES, check_action_id, raw_env
 from .episode import check_reset_options, check_seed
-from .opponents import check_learner_seat, check_opponent, decide, make_opponent, refuse_old_keyword, reset_seed
+from .opponents import (check_learner_seat, check_opponent, check_opponent_seed, decide, make_opponent,
+                        refuse_old_keyword, reset_seed)
 from .rules.actions import NUM_ACTIONS
 
 
@@ -73,6 +74,7 @@ class GymEnv(gymnasium.Env):
         self.learner_seat_mode = check_learner_seat(learner_seat, n)
         self.learner_seat = 0 if self.learner_seat_mode == "alternate" else self.learner_seat_mode
         self._opponents_spec = self._check_opponents(opponents, learner_seat)
+        check_opponent_seed(opponent_seed)
         self._build_opponents(opponent_seed)
         self.observation_space = self.aec.observation_spaces[self.aec.possible_agents[0]]["observation"]
         self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)

@@ -33,6 +33,13 @@ def check_opponent(spec: Any, config: RulesConfig | None = None) -> None:
             raise ValueError(f"opponents: {error}") from None
 
 
+def check_opponent_seed(seed: Any) -> None:
+    """A ValueError unless ``seed`` is what the Gym envs' ``opponent_seed`` takes: None or an int >= 0
+    (Python or numpy, not a bool), whatever the opponents (an object ignores it)."""
+    if seed is not None and (not is_int(seed) or seed < 0):
+        raise ValueError(f"opponent_seed={seed!r:.80}; allowed: None or a non-negative int")
+
+
 def make_opponent(spec: Any, seed: int | None = None, config: RulesConfig | None = None,
                   generator: np.random.Generator | None = None) -> Any:
     """The opponent ``spec`` names (built with ``seed`` for ``config``'s rules), or ``spec`` itself.

@@ -49,9 +49,9 @@ from typing import Any
 from .env import raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
-from .echo import clipped
+from .echo import clipped, shown
 from .policy_loaders import is_policy_file, resolve_policy_spec
-from .rules.config import RulesConfig, check_seed
+from .rules.config import RulesConfig, check_seed, is_int
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
@@ -142,6 +142,19 @@ class Game:
         return "You" if seat == self.seat else f"player_{seat}"
 
     # ------------------------------------------------------------------ the loop
+    def opponent_move(self, agent: str) -> int:
+        """The move of ``agent``'s policy, checked before it is announced: a legal action id, as
+        ``env.step`` takes it (an int, not a bool, float or text); a ValueError naming it otherwise."""
+        observation = self.env.observe(agent)
+        try:
+            chosen = self.policies[agent].act(observation)
+        except (TypeError, KeyError, IndexError, AttributeError) as error:  # the policy's own failure: one line
+            raise ValueError(f"the opponent {agent} failed to move: {type(error).__name__}: {clipped(str(error), 200)}") from None
+        if not is_int(chosen) or not 0 <= chosen < len(observation["action_mask"]) or not observation["action_mask"][chosen]:
+            raise ValueError(f"the opponent {agent} played {shown(chosen)}, which is not a legal action id now "
+                             f"(legal: {[int(a) for a in observation['action_mask'].nonzero()[0]]})")
+        return int(chosen)
+
     def run(self) -> dict[str, Any]:
         env = self.env
         env.reset(seed=self.seed, options=self.reset_options)
@@ -155,7 +168,7 @@ class Game:
                     if action == TAKE_DISCARD:
                         self.print(self.describe(state, self.seat, action))
                 else:
-                    action = int(self.policies[agent].act(env.observe(agent)))
+                    action = self.opponent_move(agent)
                     self.print(self.describe(state, state.current, action))
                 before = env.last_round_outcome
                 hand_before = state.hands[self.seat]

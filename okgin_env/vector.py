@@ -16,8 +16,11 @@ import numpy as np
 
 from .batch import BatchEnv, BatchStep, add_info
 from .episode import check_seed
-from .opponents import as_batch_policy, check_learner_seat, make_opponent, refuse_old_keyword, reset_seed
+from .opponents import (as_batch_policy, check_learner_seat, check_opponent_seed, make_opponent, refuse_old_keyword,
+                        reset_seed)
 from .rules.actions import NUM_ACTIONS
+from .registration import register_envs
+from .rules.config import is_int
 
 try:  # Gymnasium >= 1.0
     from gymnasium.vector import AutoresetMode as _AutoresetMode
@@ -97,6 +100,7 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         if per_game and len(opponents) != self.num_envs:
             raise ValueError(f"opponents is a list of {len(opponents)}; a list needs one opponent per game ({self.num_envs})")
         self._opponent_specs = list(opponents) if per_game else [opponents] * self.num_envs
+        check_opponent_seed(opponent_seed)
         self._build_opponents(opponent_seed)
         self.num_players = n
         self.single_observation_space = self.batch.observation_space
@@ -129,8 +133,8 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
     def set_opponent(self, game: int, opponent: Any) -> None:
         """Game ``game``'s opponent from now on (a batch policy or a policy with ``act``; for a league:
         change it between episodes). A bot name is refused here: build the bot and pass it."""
-        if not 0 <= game < self.num_envs:
-            raise ValueError(f"game={game!r}; allowed: 0..{self.num_envs - 1}")
+        if not is_int(game) or not 0 <= game < self.num_envs:
+            raise ValueError(f"game={game!r:.80}; allowed: 0..{self.num_envs - 1} (an int)")
         if isinstance(opponent, str) or opponent is None:
             raise ValueError("set_opponent takes a policy object; build a named bot with okgin_env.opponents.make_opponent")
         self._opponent_specs[game] = opponent
@@ -272,5 +276,7 @@ def _truncated(result: BatchStep) -> np.ndarray:
     found = result.infos.get("truncated")
     return np.zeros(result.dones.shape[0], dtype=bool) if found is None else found
 
+
+register_envs()  # OklahomaGin-v0 and okgin/oklahoma_gin_v0, as env.py does: gymnasium.make_vec finds them
 
 __all__ = ["VectorGymEnv"]

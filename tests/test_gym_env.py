@@ -154,3 +154,50 @@ def test_opponents_is_the_one_keyword_of_both_single_agent_envs():
     env = GymEnv(opponents=["simple", None], rules="penalty", num_players=3, episode="round")
     env.reset(seed=1)
     assert isinstance(env._opponent_for(1), SimpleBot)
+
+
+def test_opponent_seeds_and_game_indices_are_checked_as_the_vector_env_checks_them():
+    from okgin_env.bots import SimpleBot
+    from okgin_env.vector import VectorGymEnv
+
+    for bad in ("a", -5, True, 1.5):
+        for make in (lambda seed: GymEnv(opponent_seed=seed), lambda seed: GymEnv(opponents="random", opponent_seed=seed),
+                     lambda seed: VectorGymEnv(2, opponent_seed=seed)):
+            with pytest.raises(ValueError, match="opponent_seed=.*allowed: None or a non-negative int"):
+                make(bad)
+    vector = VectorGymEnv(2)
+    for game in (1.5, True, 2, -1):
+        with pytest.raises(ValueError, match=r"game=.*; allowed: 0..1 \(an int\)"):
+            vector.set_opponent(game, SimpleBot(seed=1))
+    vector.set_opponent(np.int64(1), SimpleBot(seed=1))
+
+
+def test_using_the_vector_env_alone_registers_the_ids():
+    """okgin_env.vector is not built on env.py, which registers the ids: gymnasium.make_vec failed."""
+    import subprocess
+    import sys
+
+    code = ("from okgin_env.vector import VectorGymEnv; VectorGymEnv(2); import gymnasium; "
+            "assert 'OklahomaGin-v0' in gymnasium.registry")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_use_before_reset_is_a_reset_required_error_everywhere():
+    """The raw env's accessors said "has no attribute" (their error went through __getattr__), and
+    the wrapped env raised PettingZoo's AssertionError or a bare AttributeError, where the env's
+    doc page promises a ResetRequiredError (a RuntimeError)."""
+    from okgin_env.env import ResetRequiredError
+
+    raw = okgin_env.raw_env()
+    for name in ("scores", "round_state", "discard_pile", "stock_size", "dealer", "knock_limit", "agents"):
+        with pytest.raises(ResetRequiredError, match="call reset"):
+            getattr(raw, name)
+    wrapped = okgin_env.env()
+    for use in (lambda: wrapped.step(0), lambda: wrapped.observe("player_0"), lambda: wrapped.render(),
+                lambda: wrapped.last(), lambda: wrapped.agents, lambda: wrapped.state(), lambda: wrapped.agent_iter()):
+        with pytest.raises(ResetRequiredError, match="call reset"):
+            use()
+    assert not hasattr(wrapped, "agents")  # (still an AttributeError, as PettingZoo's tools expect)
+    with pytest.raises(ResetRequiredError):
+        GymEnv(render_mode="ansi").render()

@@ -289,6 +289,26 @@ def test_a_game_stopped_midway_is_still_recorded(stop, code, tmp_path, monkeypat
     replay(record)
 
 
+@pytest.mark.parametrize("returned, named", [(None, "played None"), (999, "played 999"), (1.9, "played 1.9"),
+                                             ("1", "played '1'"), (KeyError("x"), "failed to move: KeyError")])
+def test_an_opponent_move_that_is_no_legal_action_id_ends_in_one_line_unannounced(returned, named, tmp_path,
+                                                                                 monkeypatch, capsys):
+    """A user's policy that returns None (a TypeError traceback, exit 1), a float or text (played as
+    action 1, or announced before the refusal) or raises: exit 2, one line, nothing announced."""
+    (tmp_path / "agent.py").write_text(
+        "class Agent:\n"
+        "    def act(self, observation):\n"
+        f"        value = {returned!r}\n"
+        "        if isinstance(value, Exception):\n"
+        "            raise value\n"
+        "        return value\n")
+    monkeypatch.setattr("builtins.input", answers_then(lambda: "p"))
+    assert main(["--opponent", f"{tmp_path / 'agent.py'}:Agent", "--seed", "1", "--seat", "1"]) == 2
+    captured = capsys.readouterr()
+    assert named in captured.err and captured.err.count("\n") == 1
+    assert "player_0 " not in captured.out.split("Your hand")[-1]  # the refused move was not announced
+
+
 def test_a_game_whose_move_fails_is_still_recorded(tmp_path, monkeypatch, capsys):
     """A terminal that fails (OSError) ends in one line, exit 2; an unexpected error is raised;
     both after the record is written."""

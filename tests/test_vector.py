@@ -615,3 +615,12 @@ def test_an_out_of_range_action_is_named_as_given_whatever_its_integer_type():
         with pytest.raises(ValueError, match=rf"^game 1: action {value} \(out of range 0\.\.106\) is not legal"):
             batch.step(actions)
     assert all(match.round.history == [] for match in batch.matches)
+
+
+def test_batch_observe_takes_one_seat_or_one_per_game():
+    batch = BatchEnv(3)
+    batch.reset(seed=0)
+    assert batch.observe(0)[0].shape == batch.observe([0, 1, 0])[0].shape == (3, batch.obs_size)
+    for seats in ([0, 1], [[0]]):
+        with pytest.raises(ValueError, match=r"seats must be one seat for every game or one per game \(3\)"):
+            batch.observe(seats)
