@@ -195,21 +195,25 @@ class BatchEnv:
     @property
     def seats(self) -> np.ndarray:
         """(N,) the seat to act in every game."""
+        self._require_reset()
         return self._seats.copy()
 
     @property
     def observations(self) -> np.ndarray:
         """(N, obs_size) the latest observation of every game's acting seat."""
+        self._require_reset()
         return self._obs.copy()
 
     @property
     def action_masks(self) -> np.ndarray:
         """(N, 107) int8: the current action mask of every game's acting seat."""
+        self._require_reset()
         return self._masks.copy()
 
     def latest(self, games: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(seats, observations, action_masks)`` of the seat to act: for every game as read-only
         views without a copy (valid until the next ``step``/``reset``), or the rows of ``games``."""
+        self._require_reset()
         idx = _check_games_arg(games, self.num_games)
         if idx is None:
             return _read_only(self._seats), _read_only(self._obs), _read_only(self._masks)

@@ -265,6 +265,7 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
 
     def action_masks(self) -> np.ndarray:
         """(num_envs, 107) bool: the learner's legal actions in every game."""
+        self.batch._require_reset()  # (all False before a reset: no game is dealt)
         return self._mask.astype(bool)
 
     def close_extras(self, **kwargs: Any) -> None:

@@ -617,6 +617,15 @@ def test_an_out_of_range_action_is_named_as_given_whatever_its_integer_type():
     assert all(match.round.history == [] for match in batch.matches)
 
 
+def test_reading_a_batch_before_reset_says_so():
+    """seats, observations, action_masks and latest() gave zeros before any game was dealt."""
+    batch = BatchEnv(2)
+    for read in (lambda: batch.seats, lambda: batch.observations, lambda: batch.action_masks, batch.latest,
+                 VectorGymEnv(2).action_masks):
+        with pytest.raises(RuntimeError, match="call reset"):
+            read()
+
+
 def test_batch_observe_takes_one_seat_or_one_per_game():
     batch = BatchEnv(3)
     batch.reset(seed=0)
