@@ -33,7 +33,10 @@ import time
 
 from okgin_env.bots import SearchBot
 from okgin_env.evaluate import EvalResults, evaluate
-from okgin_env.players import parse_bot_spec
+from okgin_env.players import check_player, parse_bot_spec
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import count_value, output_path  # noqa: E402
 
 DEFAULT_MATCHES = {"simple-random": 1000, "search-simple": 200, "search-random": 200}
 
@@ -106,23 +109,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", default=",".join(DEFAULT_MATCHES), help="comma-separated A-B pairs to play")
     parser.add_argument("--search", default="", help="search options, e.g. rollouts=160,consistency_tries=1")
     parser.add_argument("--episode", choices=("match", "round"), default="match")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--timing-decisions", type=int, default=200, help="decisions for the search timing (0: skip)")
+    parser.add_argument("--seed", type=count_value(0), default=0)
+    parser.add_argument("--workers", type=count_value(1), default=1)
+    parser.add_argument("--timing-decisions", type=count_value(0), default=200,
+                        help="decisions for the search timing (0: skip)")
     parser.add_argument("--timing-only", action="store_true", help="only the search timing, no matches")
-    parser.add_argument("--out", default=None, help="write PREFIX.json (all tables and timings)")
+    parser.add_argument("--out", type=output_path, default=None, help="write PREFIX.json (all tables and timings)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
-    matches = dict(DEFAULT_MATCHES)
-    for item in args.matches:
-        if "=" in item:
-            pair, _, count = item.partition("=")
-            matches[pair.strip()] = int(count)
-        else:
-            matches = {pair: int(item) for pair in matches}
+    # Every pair, count and setting is checked before the first timing or match.
     search_spec = "search" + (f":{args.search}" if args.search else "")
     specs = {"random": "random", "simple": "simple", "search": search_spec}
+    try:
+        check_player(search_spec)
+    except ValueError as error:
+        parser.error(f"--search {args.search!r}: {error}")
+    pairs = [] if args.timing_only else [p.strip() for p in args.pairs.split(",") if p.strip()]
+    for pair in pairs:
+        a, _, b = pair.partition("-")
+        if a not in specs or b not in specs:
+            parser.error(f"unknown pair {pair!r}; names: {', '.join(specs)}")
+    matches = dict(DEFAULT_MATCHES)
+    for item in args.matches:
+        pair, equals, count = item.rpartition("=") if "=" in item else ("", "", item)
+        try:
+            number = count_value(1)(count.strip())
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"--matches {item!r}: {error}")
+        if not equals:
+            matches = {known: number for known in {*matches, *pairs}}
+        elif pair.strip() not in pairs:
+            parser.error(f"--matches {item!r}: {pair.strip()!r} is not one of the pairs played ({', '.join(pairs) or 'none'})")
+        else:
+            matches[pair.strip()] = number
 
     report: dict = {"search": search_spec, "pairs": {}}
     if args.timing_decisions:
@@ -137,10 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     tables = []
-    for pair in [] if args.timing_only else [p.strip() for p in args.pairs.split(",") if p.strip()]:
+    for pair in pairs:
         a, _, b = pair.partition("-")
-        if a not in specs or b not in specs:
-            parser.error(f"unknown pair {pair!r}; names: {', '.join(specs)}")
         count = matches.get(pair, 100)
         results = evaluate(
             {a: specs[a], b: specs[b]},
@@ -152,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         tables.extend(results.pairs)
         print(results.table(), flush=True)
-        print(f"({results.settings['games_per_pair']} {args.episode}es, {results.settings['seconds']:.0f} s)\n", flush=True)
+        games = {"match": "matches", "round": "rounds"}[args.episode]
+        print(f"({results.settings['games_per_pair']} {games}, {results.settings['seconds']:.0f} s)\n", flush=True)
         report["pairs"][pair] = results.to_dict()
     if len(tables) > 1:
         print("All pairs:")

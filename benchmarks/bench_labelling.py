@@ -38,6 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from okgin_env.rules.memo import clear_memos  # noqa: E402
+from common import count_value, output_path  # noqa: E402
+from training.policy import load_checkpoint  # noqa: E402
 from training.labelling import DEFAULT_ROLLOUT_BATCH, label_decisions  # noqa: E402
 from training.model import NETWORKS  # noqa: E402
 from training.symmetry import SuitSymmetricNet  # noqa: E402
@@ -77,14 +79,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "okgin_classic.pt"))
     parser.add_argument("--rules", default="classic")
-    parser.add_argument("--decisions", type=int, default=300, help="labelled decisions per measurement")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rollout-batch", type=int, default=DEFAULT_ROLLOUT_BATCH)
+    parser.add_argument("--decisions", type=count_value(1), default=300, help="labelled decisions per measurement")
+    parser.add_argument("--repeats", type=count_value(1), default=3)
+    parser.add_argument("--rollout-batch", type=count_value(1), default=DEFAULT_ROLLOUT_BATCH)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
-    parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--json", type=output_path, default=None, help="also write the results here")
     args = parser.parse_args()
-    if args.decisions < 1 or args.repeats < 1 or args.rollout_batch < 1:
-        parser.error("--decisions, --repeats and --rollout-batch must be at least 1")
+    try:  # the file and the rules it is labelled for, before any measurement
+        load_checkpoint(args.checkpoint, rules=args.rules)
+    except ValueError as error:  # (a CheckpointError is one)
+        parser.error(f"--checkpoint {args.checkpoint} --rules {args.rules}: {error}")
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
     paths = {

@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from okgin_env.rules.cards import to_mask
 from okgin_env.rules.melds import best_discard_deadwood_of_mask, deadwood_of_mask
 
+from common import count_value
+
 
 def load_openspiel_utils():
     """``GinRummyUtils(num_ranks=13, num_suits=4, hand_size=10)``, or None if open_spiel is missing."""
@@ -109,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hands", type=int, default=3000, help="hands per case (default 3000)")
     parser.add_argument("--repeats", type=int, default=5, help="timed passes per measurement; the median is kept")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the hand generator")
+    parser.add_argument("--seed", type=count_value(0), default=0, help="seed of the hand generator")
     parser.add_argument(
         "--clock",
         choices=("cpu", "wall"),

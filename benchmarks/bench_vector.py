@@ -42,7 +42,7 @@ import tracemalloc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import CHECK_EVERY, require_pyspiel  # noqa: E402
+from common import CHECK_EVERY, count_value, require_pyspiel, seconds_value  # noqa: E402
 
 from okgin_env.batch import BatchEnv  # noqa: E402
 from okgin_env.bots.random_bot import random_legal_actions  # noqa: E402
@@ -145,16 +145,22 @@ def memory_per_game(num_games: int, steps: int, seed: int, rules: str = "classic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="wall time per measurement (default %(default)s)")
-    parser.add_argument("--repeats", type=int, default=3, help="measurements per system; the median is reported (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=seconds_value, default=2.0, help="wall time per measurement (default %(default)s)")
+    parser.add_argument("--repeats", type=count_value(1), default=3,
+                        help="measurements per system; the median is reported (default %(default)s)")
+    parser.add_argument("--seed", type=count_value(0), default=0)
     parser.add_argument("--batch-sizes", default="64,256,1024,4096,8192", help="comma-separated (default %(default)s)")
-    parser.add_argument("--memory-games", type=int, default=512, help="games in the memory measurement (default %(default)s)")
-    parser.add_argument("--memory-steps", type=int, default=150, help="steps before measuring memory (default %(default)s)")
+    parser.add_argument("--memory-games", type=count_value(1), default=512,
+                        help="games in the memory measurement (default %(default)s)")
+    parser.add_argument("--memory-steps", type=count_value(0), default=150,
+                        help="steps before measuring memory (default %(default)s)")
     args = parser.parse_args()
-    sizes = [int(x) for x in args.batch_sizes.split(",") if x.strip()]
-    if args.seconds <= 0 or args.repeats < 1 or not sizes or min(sizes) < 1:
-        parser.error("--seconds must be > 0, --repeats >= 1, batch sizes >= 1")
+    try:
+        sizes = [count_value(1)(x.strip()) for x in args.batch_sizes.split(",") if x.strip()]
+    except argparse.ArgumentTypeError as error:
+        parser.error(f"--batch-sizes: {error}")
+    if not sizes:
+        parser.error("--batch-sizes: give one or more batch sizes, comma-separated")
     pyspiel = require_pyspiel()
 
     theirs = "OpenSpiel + obs tensor + mask (lists)"

@@ -8,6 +8,8 @@ reports the median decisions per second and the ratios measured in the same run.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import platform
 import statistics
 import sys
@@ -32,15 +34,54 @@ def add_repo_root() -> None:
         sys.path.insert(0, str(REPO_ROOT))
 
 
+def seconds_value(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (NaN and inf would never end a loop)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give seconds above 0") from None
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds above 0")
+    return value
+
+
+def count_value(least: int) -> Callable[[str], int]:
+    """An argparse type: an int of at least ``least``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an int; give one of at least {least}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value}: give an int of at least {least}")
+        return value
+
+    parse.__name__ = f"int >= {least}"  # (argparse names the type in its message)
+    return parse
+
+
+def output_path(text: str) -> str:
+    """An argparse type for a file (or a file prefix) the benchmark writes when it ends: refused at
+    once, not after the run, where its folder cannot be made or written or the path is a folder."""
+    folder = os.path.dirname(text) or "."
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: its folder cannot be made ({error.strerror or error})") from None
+    if not os.access(folder, os.W_OK) or os.path.isdir(text) or not os.path.basename(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a file in a folder that can be written")
+    return text
+
+
 def parse_args(description: str, default_seconds: float = 3.0, default_repeats: int = 5) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--seconds", type=float, default=default_seconds, help="wall time per measurement (default %(default)s)")
-    parser.add_argument("--repeats", type=int, default=default_repeats, help="measurements per system; the median is reported (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random actions and chance samples (default %(default)s)")
-    args = parser.parse_args()
-    if args.seconds <= 0 or args.repeats < 1:
-        parser.error("--seconds must be > 0 and --repeats >= 1")
-    return args
+    parser.add_argument("--seconds", type=seconds_value, default=default_seconds,
+                        help="wall time per measurement (default %(default)s)")
+    parser.add_argument("--repeats", type=count_value(1), default=default_repeats,
+                        help="measurements per system; the median is reported (default %(default)s)")
+    parser.add_argument("--seed", type=count_value(0), default=0,
+                        help="seed of the random actions and chance samples (default %(default)s)")
+    return parser.parse_args()
 
 
 def require_pyspiel():

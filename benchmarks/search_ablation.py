@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import sys
 import time
 from multiprocessing import Pool
 
@@ -34,6 +36,9 @@ from okgin_env.players import parse_bot_spec
 from okgin_env.observation import encode
 from okgin_env.rules.config import make_config
 from okgin_env.rules.round import Phase, RoundState
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import count_value, output_path  # noqa: E402
 
 CONFIG = make_config("classic")
 
@@ -87,11 +92,11 @@ def play_deal_seat(task: tuple[dict, bool, int, int]) -> tuple[int, float, float
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("options", nargs="*", help="SearchBot options as key=value (e.g. rollouts=160)")
-    parser.add_argument("--deals", type=int, default=300)
-    parser.add_argument("--first-deal", type=int, default=1000)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--deals", type=count_value(1), default=300)
+    parser.add_argument("--first-deal", type=count_value(0), default=1000)
+    parser.add_argument("--workers", type=count_value(1), default=1)
     parser.add_argument("--oracle", action="store_true", help="tell search the opponent's hand (diagnostic)")
-    parser.add_argument("--out", default=None, help="write PREFIX.json with the per-deal points")
+    parser.add_argument("--out", type=output_path, default=None, help="write PREFIX.json with the per-deal points")
     args = parser.parse_args(argv)
     _, options = parse_bot_spec("search:" + ",".join(args.options)) if args.options else ("search", {})
     SearchBot(**options)  # bad options fail here, before any worker starts
@@ -125,4 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except ValueError as error:  # a bad search option: one line, as argparse's errors
+        print(f"search_ablation.py: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None

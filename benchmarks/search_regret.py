@@ -47,6 +47,7 @@ from okgin_env.rules.actions import KNOCK_BASE
 from okgin_env.rules.round import Phase, RoundState
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import count_value, output_path  # noqa: E402
 from search_ablation import OracleSearch, numbered_deal, observation_for
 
 
@@ -117,15 +118,19 @@ def regrets(task: tuple[str, dict, bool, list]) -> list[tuple[int, float]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("settings", nargs="+", help="SearchBot settings, each 'key=value,key=value' or 'base:' for the defaults")
-    parser.add_argument("--deals", type=int, default=150)
-    parser.add_argument("--first-deal", type=int, default=5000)
-    parser.add_argument("--truth-rollouts", type=int, default=600)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--cache", default=None, help="PREFIX.pkl keeps the positions and true values")
+    parser.add_argument("--deals", type=count_value(1), default=150)
+    parser.add_argument("--first-deal", type=count_value(0), default=5000)
+    parser.add_argument("--truth-rollouts", type=count_value(1), default=600)
+    parser.add_argument("--workers", type=count_value(1), default=1)
+    parser.add_argument("--cache", type=output_path, default=None,
+                        help="PREFIX.pkl keeps the positions and true values (of these --deals, --first-deal, "
+                             "--truth-rollouts and --record-options; a cache of others is refused)")
     parser.add_argument("--record-options", default="", help="settings of the bot whose games give the positions")
     parser.add_argument("--oracle", action="store_true", help="add a setting told the opponent's hand (diagnostic)")
-    parser.add_argument("--out", default=None, help="write PREFIX.json with the report")
+    parser.add_argument("--out", type=output_path, default=None, help="write PREFIX.json with the report")
     args = parser.parse_args(argv)
+    recorder = parse_bot_spec("search:" + args.record_options)[1]
+    SearchBot(**recorder)  # (the recording bot's settings too, before any position is recorded)
     settings = []
     for text in args.settings:
         options = {} if text.strip() in ("base:", "base", "") else parse_bot_spec("search:" + text)[1]
@@ -138,17 +143,22 @@ def main(argv: list[str] | None = None) -> int:
     pool = Pool(args.workers) if args.workers > 1 else None
     mapper = pool.map if pool else map
     cache = f"{args.cache}.pkl" if args.cache else None
+    made_with = {"deals": args.deals, "first_deal": args.first_deal, "truth_rollouts": args.truth_rollouts,
+                 "record_options": recorder}
     if cache and os.path.exists(cache):
         with open(cache, "rb") as handle:
-            positions, values = pickle.load(handle)
+            stored = pickle.load(handle)
+        if not (isinstance(stored, dict) and stored.get("made_with") == made_with):
+            raise ValueError(f"--cache {cache} holds positions of other settings than {made_with}; give another "
+                             "--cache, or remove it to record them again")
+        positions, values = stored["positions"], stored["values"]
     else:
-        recorder = parse_bot_spec("search:" + args.record_options)[1]
         deals = [(d, recorder) for d in range(args.first_deal, args.first_deal + args.deals)]
         positions = [p for found in mapper(record_deal, deals) for p in found]
         values = list(mapper(true_values, [(p, args.truth_rollouts) for p in positions]))
         if cache:
             with open(cache, "wb") as handle:
-                pickle.dump((positions, values), handle)
+                pickle.dump({"made_with": made_with, "positions": positions, "values": values}, handle)
     items = [(i, p, q) for i, (p, q) in enumerate(zip(positions, values))]
     kinds = np.array([kind_of(p[1], q) for p, q in zip(positions, values)])
     report: dict = {"positions": len(items), "settings": {}}
@@ -177,4 +187,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except ValueError as error:  # a bad search setting or cache: one line, as argparse's errors
+        print(f"search_regret.py: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -681,6 +681,44 @@ def load_benchmark(name: str):
     return module
 
 
+@pytest.mark.parametrize("script, args, named", [
+    ("bench_engine.py", ["--seconds", "nan"], "--seconds"),
+    ("bench_engine.py", ["--seed", "-5"], "--seed"),
+    ("bench_vector.py", ["--batch-sizes", "abc"], "--batch-sizes"),
+    ("bench_vector.py", ["--memory-games", "0"], "--memory-games"),
+    ("bench_solver.py", ["--seed", "-3"], "--seed"),
+    ("bench_labelling.py", ["--checkpoint", "missing.pt"], "--checkpoint missing.pt"),
+    ("bench_bots.py", ["--pairs", "simple-random", "--matches", "simple-randm=2"], "not one of the pairs played"),
+    ("bench_bots.py", ["--pairs", "search-rnd"], "unknown pair"),
+    ("bench_bots.py", ["--search", "bogus=1"], "--search"),
+    ("search_ablation.py", ["--deals", "1", "rollouts=8", "--out", "/dev/null/x"], "--out"),
+    ("search_ablation.py", ["--deals", "1", "rollouts=0"], "rollouts=0 is not allowed"),
+    ("search_regret.py", ["--truth-rollouts", "0", "base:"], "--truth-rollouts"),
+    ("search_regret.py", ["--record-options", "bogus=1", "base:"], "unknown setting"),
+])
+def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, named):
+    """Exit 2 and a last line naming the problem, before a measurement: these were tracebacks, runs
+    that never ended (--seconds nan), output paths found only after the run, and a misspelt pair
+    silently played at the default count."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 2 and done.stdout == "" and "error: " in last and named in last, done.stderr[-500:]
+
+
+def test_search_regret_refuses_a_cache_of_other_settings(tmp_path):
+    module = load_benchmark("search_regret")
+    common = ["--truth-rollouts", "2", "--record-options", "rollouts=4", "--cache", str(tmp_path / "c"), "base:"]
+    assert module.main(["--deals", "1", *common]) == 0
+    with pytest.raises(ValueError, match="holds positions of other settings"):
+        module.main(["--deals", "2", *common])
+
+
 def test_search_ablation_script_runs(tmp_path, capsys):
     """The development probe in benchmarks/ runs end to end, with and without the oracle."""
     import json
