@@ -31,6 +31,11 @@ seconds=${MEASURE_SECONDS:-3}
 repeats=${REPEATS:-3}
 workers=${WORKERS:-8}
 python=${PYTHON:-python3}
+# The device first: one that torch cannot use here is refused before any file or folder is made.
+if ! "$python" -c "import sys, torch; torch.zeros(1, device=sys.argv[1])" "$device" 2> /dev/null; then
+    echo "device_rows.sh: error: DEVICE=$device is not a torch device usable here (torch cannot allocate on it)" >&2
+    exit 2
+fi
 train_dir=${TRAIN_DIR:-$(mktemp -d /tmp/okgin_device_train.XXXXXX)/curve}  # outside OUT_DIR: a lent device returns at most 8 files
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}"

@@ -141,6 +141,21 @@ def test_bench_tensor_refuses_a_device_or_duration_it_cannot_run_with_one_line(f
     assert last.startswith("bench_tensor.py: error: " + named) and len(last) < 600
 
 
+def test_the_device_rows_script_refuses_a_device_before_writing_anything(tmp_path):
+    """benchmarks/device_rows.sh on a machine without the device: exit 2 in one line, and no output
+    folder or training folder left behind (it wrote device.txt and bench_tensor.txt, then failed)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(["bash", "benchmarks/device_rows.sh", str(tmp_path / "rows")], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHON": sys.executable, "DEVICE": "nonesuch",
+                                                       "TRAIN_DIR": str(tmp_path / "train")})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "DEVICE=nonesuch" in done.stderr
+    assert sorted(os.listdir(tmp_path)) == []
+
+
 def test_bench_tensor_refuses_a_network_it_would_not_use():
     """``bench_tensor.py --network`` picks the learner of ``--rollout`` and ``--ppo``: alone (the
     engine rows use no network) it is refused, exit 2, rather than silently ignored."""

@@ -204,6 +204,10 @@ def test_improve_resumes_labelling_from_the_chunks_written_before(tmp_path):
     # more workers are how it runs, not what it labels.
     with pytest.raises(ValueError, match="seed: 3 -> 4"):
         improve([*common[:-1], "4", "--run-dir", str(first), "--resume"])
+    # Another start: the message names the file given, beside the hashes the manifest compares.
+    with pytest.raises(ValueError, match=r"init_from: 'sha256:.*a start is recorded by its file's hash: "
+                                         r"--init-from checkpoints/okgin_classic_ppo.pt is sha256:"):
+        improve(["--init-from", "checkpoints/okgin_classic_ppo.pt", *common[2:], "--run-dir", str(first), "--resume"])
     assert (first / "labels_0000.npz").stat().st_mtime_ns == kept
     improve([*common[:5], "2", *common[6:], "--run-dir", str(first), "--resume"])
     assert (first / "labels_0000.npz").stat().st_mtime_ns == kept

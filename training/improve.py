@@ -350,7 +350,13 @@ def run(config: ImproveConfig, run_dir: str | Path, *, resume: bool = False, pro
     # The start is named by its bytes' hash, so that the same checkpoint resumes from another path.
     recorded = dataclasses.replace(config, init_from=checkpoint_identity(config.init_from))
     if resume:
-        check_manifest(run_dir, recorded)  # (its chunks would be labelled afresh otherwise)
+        try:
+            check_manifest(run_dir, recorded)  # (its chunks would be labelled afresh otherwise)
+        except ValueError as error:
+            if "init_from:" not in str(error):
+                raise
+            raise ValueError(f"{error} (a start is recorded by its file's hash: --init-from {config.init_from} is "
+                             f"{recorded.init_from[:19]}...)") from None
     run_dir = make_run_dir(run_dir)
     write_manifest(run_dir, recorded)
 
