@@ -442,8 +442,11 @@ class RunBook:
         """Training wall time in seconds, over every resume."""
         return time.time() - self.start
 
-    def out_of_time(self) -> bool:
-        return bool(self.config.minutes and self.elapsed() >= 60 * self.config.minutes)
+    def out_of_time(self, progress: Progress) -> bool:
+        """``--minutes`` spent, by the elapsed time ``last.pt`` records (``progress.elapsed``): a run
+        stopped by it stops again at once when resumed (read from the clock, the moments between
+        saving and checking gave a resumed run one more update)."""
+        return bool(self.config.minutes and progress.elapsed >= 60 * self.config.minutes)
 
     def budget_used(self, progress: Progress) -> float:
         """The share of the run's budget spent, 0 to 1: of ``total_decisions`` or of ``--minutes``,
@@ -455,7 +458,7 @@ class RunBook:
 
     def training(self, progress: Progress, stop: StopSignals) -> bool:
         """Whether another update runs: budget, ``--minutes`` and signals allow it."""
-        return progress.decisions < self.config.total_decisions and not stop.requested and not self.out_of_time()
+        return progress.decisions < self.config.total_decisions and not stop.requested and not self.out_of_time(progress)
 
     def _checkpoint_metadata(self, progress: Progress) -> dict[str, Any]:
         return {**self.metadata, "progress": dataclasses.asdict(progress), "evaluation": self.log.last_evaluation}
@@ -470,7 +473,7 @@ class RunBook:
         meta = self._checkpoint_metadata(progress)
         save_checkpoint(files.last, model, meta, extra={"optimizer": optimizer.state_dict()})
         self.saved = dataclasses.replace(progress)
-        last_update = progress.decisions >= self.config.total_decisions or self.out_of_time()
+        last_update = progress.decisions >= self.config.total_decisions or self.out_of_time(progress)
         # A run that ends with no evaluation yet (one resumed after a stop) gets its final
         # policy evaluated, so that every finished run has a best.pt.
         if (self.evaluation_due(phase, progress) or (last_update and not files.best.exists())) and not evaluator.busy:
