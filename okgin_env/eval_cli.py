@@ -3,15 +3,15 @@
     okgin-eval search simple --matches 200 --workers 2 --out out/search_vs_simple
     python -m okgin_env.eval_cli random simple search --matches 100          # the same command
 
-Every problem found before the first game (an unknown policy or bot setting, a bad rule option,
-a negative ``--seed``, an ``--out`` or ``--record`` that cannot be written, two outputs that are
-one file, an output that is a file being evaluated) ends with exit status 2 and a one-line message. ``--workers`` is capped at the number of games (the summary
-line says so). Ctrl-C and SIGTERM stop the run: the workers are ended, the table of the games
-that finished is printed with a line saying the run was interrupted, and the exit status is 130
-(SIGINT) or 143 (SIGTERM). The results are printed before any file is written: a file that
-cannot be written after the games (a full disk) is named in a one-line message, and the exit
-status is then 2 (or the signal's, when the run was stopped). The table fits 100 columns for
-bot names; ``--wide`` shows every column.
+Every problem found before the first game (an unknown policy or bot setting, a bad rule option, a
+negative ``--seed``, an ``--out`` or ``--record`` that cannot be written, two outputs that are one
+file, an output that is a file being evaluated) ends with exit status 2 and a one-line message.
+``--workers`` is capped at the number of games (the summary line says so). Ctrl-C and SIGTERM stop
+the run: the workers are ended, the table of the games that finished is printed with a line saying
+the run was interrupted, and the exit status is 130 (SIGINT) or 143 (SIGTERM). The results are
+printed before any file is written: a file that cannot be written after the games (a full disk) is
+named in a one-line message, and the exit status is then 2 (or the signal's, when the run was
+stopped). The table fits 100 columns for bot names; ``--wide`` shows every column.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import numpy as np
 
 from .bots.random_bot import RandomBot
 from .players import check_player, make_player
-from .rules.config import RulesConfig, is_int
+from .rules.config import RulesConfig, check_seed, is_int
 from .rules.round import RoundState
 
 def check_opponent(spec: Any, config: RulesConfig | None = None) -> None:
@@ -36,8 +36,10 @@ def check_opponent(spec: Any, config: RulesConfig | None = None) -> None:
 def check_opponent_seed(seed: Any) -> None:
     """A ValueError unless ``seed`` is what the Gym envs' ``opponent_seed`` takes: None or an int >= 0
     (Python or numpy, not a bool), whatever the opponents (an object ignores it)."""
-    if seed is not None and (not is_int(seed) or seed < 0):
-        raise ValueError(f"opponent_seed={seed!r:.80}; allowed: None or a non-negative int")
+    try:
+        check_seed(seed)  # (the one seed check; its message names the keyword here)
+    except ValueError:
+        raise ValueError(f"opponent_seed={seed!r:.80}; allowed: None or a non-negative int") from None
 
 
 def make_opponent(spec: Any, seed: int | None = None, config: RulesConfig | None = None,

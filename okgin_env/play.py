@@ -46,12 +46,12 @@ import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .env import raw_env
+from .env import check_action_id, raw_env
 from .signals import signals_ignored, sigterm_raises
 from .players import bot_help, check_player, make_player, player_label
 from .echo import clipped, shown
 from .policy_loaders import is_policy_file, resolve_policy_spec
-from .rules.config import RulesConfig, check_seed, is_int
+from .rules.config import RulesConfig, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
@@ -150,7 +150,12 @@ class Game:
             chosen = self.policies[agent].act(observation)
         except (TypeError, KeyError, IndexError, AttributeError) as error:  # the policy's own failure: one line
             raise ValueError(f"the opponent {agent} failed to move: {type(error).__name__}: {clipped(str(error), 200)}") from None
-        if not is_int(chosen) or not 0 <= chosen < len(observation["action_mask"]) or not observation["action_mask"][chosen]:
+        try:
+            check_action_id(chosen)  # (the env's own check of an action id)
+            legal = bool(observation["action_mask"][chosen])
+        except ValueError:
+            legal = False
+        if not legal:
             raise ValueError(f"the opponent {agent} played {shown(chosen)}, which is not a legal action id now "
                              f"(legal: {[int(a) for a in observation['action_mask'].nonzero()[0]]})")
         return int(chosen)

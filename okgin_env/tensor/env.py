@@ -186,7 +186,7 @@ class TensorEnv:
         if (state.num_envs, state.num_players) != (self.num_envs, self.num_players) or state.device != self.device:
             raise ValueError(f"state holds {state.num_envs} games of {state.num_players} seats on {state.device}; "
                              f"this env plays {self.num_envs} of {self.num_players} on {self.device}")
-        if state.rules != self.config:
+        if state.rules is not self.config and state.rules != self.config:  # (identity first: every call checks)
             differ = "; ".join(f"{item.name}: {getattr(state.rules, item.name, None)!r} in the state, "
                                f"{getattr(self.config, item.name)!r} here" for item in dataclasses.fields(self.config)
                                if getattr(state.rules, item.name, None) != getattr(self.config, item.name))
