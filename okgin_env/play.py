@@ -4,6 +4,8 @@
     python -m okgin_env.play --opponent pretrained:classic --seed 7 --episode round
     okgin-play --opponent simple --record my_games.jsonl  # the game as an okgin_env.records line
 
+(The command line itself is ``okgin_env.play_cli``.)
+
 Each turn shows your hand sorted with its melds grouped (``[3H 4H 5H] [7S 7D 7C] | KS 2D``),
 the discard top, the knock limit, the stock size and the scores, then asks for a move:
 
@@ -38,26 +40,19 @@ can script a game.
 
 from __future__ import annotations
 
-import argparse
-import os
-import signal
-import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .env import check_action_id, raw_env
-from .signals import signals_ignored, sigterm_raises
-from .players import bot_help, check_player, make_player, player_label
+from .players import check_player, make_player, player_label
 from .echo import clipped, shown
-from .policy_loaders import is_policy_file, resolve_policy_spec
 from .rules.config import RulesConfig, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
 from .rules.melds import best_melds, deadwood
 from .rules.round import Phase, RoundState
 from .rules.showdown import RoundOutcome
-from .table_cli import add_table_arguments, table_options
 from .text import hand_order, hand_text, parse, sort_key
 from .text.describe import game_name, knock_limit_rule
 from .text import read_move as parse_move  # one reader of move words for the terminal and okgin_env.text
@@ -440,78 +435,7 @@ def play(
     return game.run()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="okgin-play", description="Play Oklahoma Gin in the terminal.")
-    parser.add_argument("--opponent", default="simple", help=f"who plays the other seats: {bot_help()}")
-    parser.add_argument("--seed", type=int, default=None, help="deal and bot seed (default: random)")
-    parser.add_argument("--seat", type=int, default=0, help="your seat (0 = player_0)")
-    add_table_arguments(parser)
-    parser.add_argument("--record", default=None, metavar="PATH", help="write the game to PATH (a JSON Lines game record)")
-    return parser
+if __name__ == "__main__":  # python -m okgin_env.play runs the command line, okgin_env.play_cli (okgin-play)
+    import runpy
 
-
-
-
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    with sigterm_raises():
-        try:
-            options = table_options(args)
-            rules, num_players = options.pop("rules"), options.pop("num_players")
-            # A bad name or setting is refused before "Loading"; a missing file is named when it is loaded.
-            if is_policy_file(args.opponent) and os.path.isfile(resolve_policy_spec(args.opponent)[1]):
-                print(f"Loading the opponent {clipped(args.opponent, 200)} ...", flush=True)
-            if args.record is not None:
-                from .records import check_record_path
-
-                check_record_path(args.record)
-            game = Game(
-                args.opponent, args.seed, rules, args.episode, num_players, args.seat, **options
-            )
-        except (ValueError, ImportError, FileNotFoundError) as error:
-            print(f"okgin-play: error: {error}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt as stop:
-            print()
-            return 128 + int(signal.Signals[getattr(stop, "signal_name", "SIGINT")])
-        code = 2  # an unexpected error is raised again once the record is written
-        try:
-            game.run()
-            code = 0  # played to its end, or left with q
-        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the game is left
-            print()
-            code = 128 + int(signal.Signals[getattr(stop, "signal_name", "SIGINT")])
-        except (ValueError, ImportError, OSError) as error:  # a policy or the terminal failing mid-game
-            print(f"okgin-play: error: {error}", file=sys.stderr)
-        finally:
-            if args.record is not None:
-                with signals_ignored(signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C must not stop the write
-                    written = _write_record(game, args.record)
-                if not written and code in (0, 1):
-                    code = 2
-    return code
-
-
-def _write_record(game: Game, path: str) -> bool:
-    """Write ``game``'s record to ``path``; False (after a one-line message) if it cannot be written."""
-    from .records import write_records
-
-    if not game.round_states:
-        print("No round was dealt: no game record written.")
-        return True
-    try:
-        write_records(path, [game.record()])
-    except (OSError, ValueError) as error:
-        message = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        print(f"okgin-play: error: {message}", file=sys.stderr)
-        return False
-    print(f"Game record written to {path}.")
-    return True
-
-
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    runpy.run_module("okgin_env.play_cli", run_name="__main__")

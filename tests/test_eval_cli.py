@@ -242,7 +242,7 @@ def test_the_table_commands_share_their_table_flags():
     """okgin-eval, okgin-play and okgin-web take the same table flags with the same defaults
     (``okgin_env.table_cli``); okgin-web takes ``--rule`` too."""
     from okgin_env.eval_cli import build_parser as eval_parser
-    from okgin_env.play import build_parser as play_parser
+    from okgin_env.play_cli import build_parser as play_parser
     from okgin_env.table_cli import table_options
     from okgin_env.web.server import build_parser as web_parser
 

@@ -316,7 +316,7 @@ def test_worker_processes_get_the_registered_loaders(tmp_path, no_loaders):
 
 def test_evaluate_never_imports_training():
     code = (
-        "import sys, okgin_env.evaluate, okgin_env.play\n"
+        "import sys, okgin_env.evaluate, okgin_env.play, okgin_env.play_cli\n"
         "from okgin_env.evaluate import evaluate\n"
         "evaluate(['simple', 'random'], matches=2, episode='round', progress=False)\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('training', 'okgin_training', 'torch'))\n"

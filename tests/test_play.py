@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from okgin_env.bots import SimpleBot
-from okgin_env.play import Game, hand_text, main, parse_move, play
+from okgin_env.play import Game, hand_text, parse_move, play
+from okgin_env.play_cli import main
 from okgin_env.rules.actions import action_str
 from okgin_env.rules.cards import card_id, card_str, parse_cards
 

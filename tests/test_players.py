@@ -130,7 +130,7 @@ def test_a_policy_path_that_is_no_policy_file_is_a_one_line_error_and_never_open
     (a traceback in every tool); a FIFO or a device must not even be opened (reading one blocks)."""
     import os
 
-    from okgin_env.play import main as play_main
+    from okgin_env.play_cli import main as play_main
 
     text = tmp_path / "model.pth"
     text.write_text("not a network")
@@ -350,7 +350,7 @@ def test_an_agent_from_a_python_file_plays_in_every_tool(agent_file, monkeypatch
 
 def test_an_agent_file_that_cannot_serve_is_a_one_line_error(agent_file, monkeypatch, capsys):
     from okgin_env.eval_cli import main as eval_main
-    from okgin_env.play import main as play_main
+    from okgin_env.play_cli import main as play_main
     from okgin_env.web.server import main as web_main
 
     monkeypatch.chdir(agent_file.parent)

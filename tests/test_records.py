@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from gymnasium.utils import seeding
 
-from okgin_env import eval_cli, play
+from okgin_env import eval_cli, play, play_cli
 from okgin_env.bots import SimpleBot, make_bot
 from okgin_env.evaluate import evaluate
 from okgin_env.match_loop import play_match
@@ -166,7 +166,7 @@ def test_okgin_play_record_of_a_whole_match(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr("builtins.input", answer)
     path = tmp_path / "mine.jsonl"
-    assert play.main(["--opponent", "simple", "--seed", "4", "--target-score", "40", "--record", str(path)]) == 0
+    assert play_cli.main(["--opponent", "simple", "--seed", "4", "--target-score", "40", "--record", str(path)]) == 0
     assert f"Game record written to {path}." in capsys.readouterr().out
     (record,) = read_records(path)
     assert record.players == ["human", "simple"] and record.env["target_score"] == 40
@@ -178,7 +178,7 @@ def test_okgin_play_record_of_a_game_left_midway(tmp_path, monkeypatch):
     answers = iter(["p", "d"])
     monkeypatch.setattr("builtins.input", lambda prompt="": next(answers, "q"))
     path = tmp_path / "left.jsonl"
-    assert play.main(["--opponent", "random", "--seed", "2", "--record", str(path)]) == 0  # left with q: the player's choice
+    assert play_cli.main(["--opponent", "random", "--seed", "2", "--record", str(path)]) == 0  # left with q: the player's choice
     (record,) = read_records(path)
     assert not record.finished and record.rounds[-1]["outcome"] is None
     assert record.rounds[-1]["scores_after"] == record.scores == [0, 0]
@@ -195,7 +195,7 @@ def test_okgin_play_record_of_a_game_left_midway(tmp_path, monkeypatch):
 def test_okgin_play_refuses_a_bad_record_path_before_the_game(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("builtins.input", lambda prompt="": pytest.fail("the game started"))
     (tmp_path / "file").write_text("")
-    assert play.main(["--record", str(tmp_path / "file" / "game.jsonl")]) == 2
+    assert play_cli.main(["--record", str(tmp_path / "file" / "game.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("okgin-play: error: cannot write game records to ") and "is not a folder" in err
     assert err.count("\n") == 1
