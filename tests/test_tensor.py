@@ -756,6 +756,10 @@ def test_observe_takes_game_indices_and_says_what_it_takes():
                  np.array([0.5]), ["a"]):
         with pytest.raises(ValueError, match="allowed: a 1-D tensor, array or list of game indices 0..3"):
             env.observe_rows(rows)
+    # The rollout's own rows skip the check (a device sync a step on a GPU) and read the same observations.
+    rows = torch.tensor([3, 0, 2])
+    assert torch.equal(env.observe(env.state, rows, check_rows=False), env.observe(env.state, rows))
+    assert torch.equal(env.observe(env.state, None, check_rows=False), env.observe(env.state))
 
 
 def test_one_dealer_may_be_given_as_a_number_or_a_0_d_tensor():

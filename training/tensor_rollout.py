@@ -131,7 +131,7 @@ class TensorTables:
         state = self.env.state
         if rows is None:
             rows = self.env.table_rows
-        return (self.env.observe(state, rows), *decision_inputs(state, rows=rows))
+        return (self.env.observe(state, rows, check_rows=False), *decision_inputs(state, rows=rows))  # rows: the engine's own
 
 
 __all__ = ["TensorTables", "resolve_device"]

@@ -172,11 +172,16 @@ class TensorEnv:
         new = state.clone()
         return new, self._step(new, actions, active, observe)
 
-    def observe(self, state: TensorState, rows: torch.Tensor | None = None) -> torch.Tensor:
+    def observe(self, state: TensorState, rows: torch.Tensor | None = None, *, check_rows: bool = True) -> torch.Tensor:
         """(len(rows), D) the observation of the seat to act in the games ``rows`` of ``state``
-        (default every game); the mask is ``state.legal_action_mask``."""
+        (default every game); the mask is ``state.legal_action_mask``. ``check_rows=False`` takes
+        ``rows`` as a 1-D int64 tensor of valid indices on this device without checking it (the
+        range check reads the tensor back: one device sync a call on a GPU)."""
         self._check_state(state)
-        rows = self.table_rows if rows is None else checked_rows(rows, self.num_envs, self.device)
+        if rows is None:
+            rows = self.table_rows
+        elif check_rows:
+            rows = checked_rows(rows, self.num_envs, self.device)
         return encode_observations(self, state, rows, state.current[rows], over=False,
                                    mask=state.legal_action_mask[rows])
 
