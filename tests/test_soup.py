@@ -33,9 +33,11 @@ def test_the_average_is_the_mean_of_every_tensor_and_plays(tmp_path):
     # The output may be one of the inputs (all are read before it is written).
     assert cli(["--out", str(other), PENALTY_3P, str(other)]) == 0
     torch.testing.assert_close(load_checkpoint(other)["model"], soup["model"])
-    # The same file twice averages to itself.
-    same = average_checkpoints([PENALTY_3P, PENALTY_3P])
-    assert all(torch.equal(same["model"][name], tensor) for name, tensor in start["model"].items())
+    # A file given twice (by another path, or a copy) would weigh twice in the uniform average: refused.
+    copy = tmp_path / "copy.pt"
+    copy.write_bytes(open(PENALTY_3P, "rb").read())
+    with pytest.raises(ValueError, match=f"{copy} holds the same bytes as {PENALTY_3P}: give each policy file once"):
+        average_checkpoints([PENALTY_3P, str(other), str(copy)])
     config = make_config("penalty", num_players=3)
     policy = load_policy(str(out), rules="penalty", num_players=3)
     game = play_match(config, [policy, policy, policy], np.random.default_rng(3), max_rounds=3)
@@ -81,7 +83,10 @@ def test_files_of_the_two_networks_are_refused_by_name(tmp_path, capsys):
         assert cli(["--out", str(out), *inputs]) == 2
         error = capsys.readouterr().err
         assert "network" in error and "only files of one table and one network" in error and not out.exists()
-    assert cli(["--out", str(out), str(suits), str(suits)]) == 0
+    suits_2 = tmp_path / "suits_2.pt"
+    save_checkpoint(suits_2, SuitEquivariantNet(meta["observation_size"], hidden=meta["hidden"],
+                                                outlook=meta["outlook_features"]), meta)
+    assert cli(["--out", str(out), str(suits), str(suits_2)]) == 0
 
 
 def test_the_shipped_3_player_file_is_the_average_of_the_shipped_files_it_names():
@@ -116,9 +121,13 @@ def test_an_out_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, capsys):
     (tmp_path / "folder.pt").mkdir()
     (tmp_path / "file").write_text("")
     (tmp_path / "dangling.pt").symlink_to(tmp_path / "nowhere" / "x.pt")
+    start = load_checkpoint(PENALTY_3P)
+    other = tmp_path / "moved.pt"
+    write_checkpoint(other, {**start, "model": {name: tensor + 0.5 if tensor.is_floating_point() else tensor
+                                                for name, tensor in start["model"].items()}})
     for out, message in ((tmp_path / "folder.pt", "is a folder"), (tmp_path / "file" / "x.pt", "is not a folder"),
                          (tmp_path / "dangling.pt", "is a link to nothing"), ("/proc/okgin_soup.pt", "cannot write")):
-        assert cli(["--out", str(out), PENALTY_3P, PENALTY_3P]) == 2, out
+        assert cli(["--out", str(out), PENALTY_3P, str(other)]) == 2, out
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "nowhere").exists()

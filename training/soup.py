@@ -9,7 +9,8 @@ each one learned from its own labels' noise. It is a plain mean of every tensor.
 Every input is read with ``training.policy.load_checkpoint`` (``weights_only=True``, validated:
 exactly the network's dense float32 CPU tensors, of the shapes its metadata gives), and all must
 be made for the same table (rules preset and player count) with the same network (the same
-observation size, hidden width and outlook inputs, hence the same tensors and shapes); a mismatch is an error that names the two files and what differs, and nothing is written. The output is written
+observation size, hidden width and outlook inputs, hence the same tensors and shapes); a mismatch is an error that names the two files and what differs, and nothing is written. Each file is given once: two inputs with the same bytes
+(a repeat, or a copy) are refused, since the average is uniform. The output is written
 atomically (an existing ``--out`` is replaced; it may be one of the inputs, which are all read
 first), loads with ``training.load_policy`` like any policy file, and keeps the first input's
 metadata, with ``averaged_from`` added: each input's path and the sha256 of its bytes.
@@ -41,6 +42,11 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
     if len(paths) < 2:
         raise ValueError(f"give at least two policy files to average, got {len(paths)}")
     payloads = [load_checkpoint(path) for path in paths]
+    digests = [hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in paths]
+    for index, digest in enumerate(digests):
+        if digest in digests[:index]:  # a repeat would weigh one file twice in a "uniform" average
+            raise ValueError(f"{paths[index]} holds the same bytes as {paths[digests.index(digest)]}: give each "
+                             "policy file once")
     first, first_path = payloads[0], paths[0]
     for path, payload in zip(paths[1:], payloads[1:]):
         for key in SAME_METADATA:
@@ -51,7 +57,7 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, Any]:
                                  "table and one network can be averaged")
     model = {name: torch.stack([payload["model"][name] for payload in payloads]).mean(dim=0)
              for name in first["model"]}
-    sources = [{"path": str(path), "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()} for path in paths]
+    sources = [{"path": str(path), "sha256": digest} for path, digest in zip(paths, digests)]
     return {"format": first["format"], "model": model, "metadata": {**first["metadata"], "averaged_from": sources}}
 
 
