@@ -21,8 +21,10 @@ before it reaches the env (the env would also refuse it with a ValueError).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -35,6 +37,16 @@ from okgin_env.rules.actions import NUM_ACTIONS
 # What the examples train on: one round per episode, +1 to the round's winner and -1 to the
 # loser (0 on a draw). Points rewards (``reward="points"``) work too; see each script's --reward.
 DEFAULT_ENV_OPTIONS: dict[str, Any] = {"episode": "round", "reward": "win"}
+
+
+def require(modules: tuple[str, ...], extra: str) -> None:
+    """Exit 2 with one line naming the install command when a module the example needs is missing
+    (before its imports, so that even ``--help`` says what to install rather than a traceback)."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"{Path(sys.argv[0]).name}: error: this example needs {' and '.join(missing)} (not installed): "
+              f'pip install -e ".[{extra}]" from the checkout root', file=sys.stderr)
+        raise SystemExit(2)
 
 
 class Policy(Protocol):

@@ -59,9 +59,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import require  # noqa: E402
+
+require(("torch", "ray"), "rllib")
+
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEFAULT_ENV_OPTIONS, Stopwatch, evaluation, machine_note, write_results  # noqa: E402
 import _percard  # noqa: E402

@@ -33,13 +33,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import require  # noqa: E402
+
+require(("torch", "sb3_contrib", "stable_baselines3"), "sb3")
+
 import gymnasium
 import numpy as np
 import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DEFAULT_ENV_OPTIONS, Stopwatch, check_legal, evaluation, machine_note, write_results  # noqa: E402
 from _percard import OBSERVATION_DEFAULT, ActorCriticNets, add_network_arguments, as_model_input  # noqa: E402
@@ -48,7 +51,6 @@ from _versus_simple import evaluate_vs_simple  # noqa: E402
 import okgin_env  # noqa: E402
 from okgin_env.bots import make_bot  # noqa: E402
 from okgin_env.observation import check_observation  # noqa: E402
-
 
 
 class PerCardPolicy(MaskableActorCriticPolicy):

@@ -42,11 +42,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import require  # noqa: E402
+
+require(("torch", "tianshou"), "tianshou")
+
 import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 # Tianshou draws a tqdm bar for every gradient-update step even with show_progress=False.
 os.environ.setdefault("TQDM_DISABLE", "1")
 

@@ -48,11 +48,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import require  # noqa: E402
+
+require(("torch", "torchrl", "tensordict"), "torchrl")
+
 import numpy as np
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Stopwatch, check_legal, evaluation, machine_note, write_results  # noqa: E402
 from _percard import NETWORKS, OBSERVATION_DEFAULT, PerCardNet, add_network_arguments, as_model_input  # noqa: E402

@@ -175,3 +175,29 @@ def test_every_readme_shell_block_runs_or_says_why_not():
     assert all(block.marker in ("", "not-run", "run-with") for block in SHELL_BLOCKS)
     clone = next(block for block in SHELL_BLOCKS if "git clone" in block.code)
     assert clone.marker == "not-run"
+
+
+@pytest.mark.parametrize("script", ["sb3_maskable_ppo", "tianshou_multiagent", "rllib_selfplay", "torchrl_ppo"])
+def test_a_framework_example_says_what_to_install(script: str):
+    """``--help`` of a framework example without its framework was a ModuleNotFoundError traceback:
+    it prints its usage when the framework is there, else one line naming the extra to install."""
+    done = subprocess.run([sys.executable, f"examples/{script}.py", "--help"], capture_output=True, text=True,
+                          timeout=300, check=False, cwd=ROOT)
+    if done.returncode == 0:
+        assert "usage:" in done.stdout
+    else:
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"{script}.py: error: this example needs ") and 'pip install -e ".[' in done.stderr
+
+
+def test_the_examples_requirement_check_names_what_is_missing(capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from _common import require
+
+    require(("numpy",), "dev")  # installed: nothing happens
+    monkeypatch.setattr(sys, "argv", ["demo.py"])
+    with pytest.raises(SystemExit) as stop:
+        require(("numpy", "okgin_no_such_module"), "sb3")
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ('demo.py: error: this example needs okgin_no_such_module (not installed): '
+                                       'pip install -e ".[sb3]" from the checkout root\n')
