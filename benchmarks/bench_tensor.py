@@ -243,10 +243,17 @@ def main() -> None:
         systems[ppo_today] = lambda: ppo_loop("today", args.ppo_tables, "cpu", args.network)
         systems[ppo_tensor] = lambda: ppo_loop("tensor", tensor_tables, args.device, args.network)
         systems[ppo_update] = lambda: ppo_loop("update", args.ppo_tables, "cpu", args.network)
-    loops = {name: factory() for name, factory in systems.items()}
+    loops = {}
+    try:
+        for name, factory in systems.items():
+            loops[name] = factory()
+            loops[name](min(0.5, args.seconds / 5))  # warm-up: tables on the device, first deals
+    except (MemoryError, torch.OutOfMemoryError, RuntimeError) as error:
+        if not isinstance(error, (MemoryError, torch.OutOfMemoryError)) and "allocate" not in str(error):
+            raise
+        parser.exit(2, f"{parser.prog}: error: {name}: the tables do not fit in memory on their device "
+                       f"({str(error).splitlines()[0][:200]}); give fewer --envs, --tables or --ppo-*tables\n")
     rates: dict[str, list[float]] = {name: [] for name in systems}
-    for name, loop in loops.items():
-        loop(min(0.5, args.seconds / 5))  # warm-up: tables on the device, first deals
     for repeat in range(args.repeats):
         for name, loop in loops.items():
             start = time.perf_counter()

@@ -141,6 +141,19 @@ def test_bench_tensor_refuses_a_device_or_duration_it_cannot_run_with_one_line(f
     assert last.startswith("bench_tensor.py: error: " + named) and len(last) < 600
 
 
+def test_bench_tensor_says_in_one_line_when_the_tables_do_not_fit_in_memory():
+    """``--envs 1000000000000`` was torch's allocation traceback (exit 1)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "benchmarks/bench_tensor.py", "--envs", str(10**12), "--seconds", "0.1"],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("bench_tensor.py: error: tensor_env: device=cpu envs=1000000000000: the tables do "
+                                  "not fit in memory")
+
+
 def test_the_device_rows_script_refuses_a_device_before_writing_anything(tmp_path):
     """benchmarks/device_rows.sh on a machine without the device: exit 2 in one line, and no output
     folder or training folder left behind (it wrote device.txt and bench_tensor.txt, then failed)."""
