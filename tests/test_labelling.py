@@ -127,12 +127,20 @@ def test_another_seed_gives_other_labels_and_the_same_seed_the_same():
         np.testing.assert_array_equal(a[key], again[key])
 
 
-def test_a_job_may_carry_the_checkpoint_bytes_instead_of_its_path():
-    """What a Ray job sends to a node that does not have the file: the same labels."""
+def test_a_job_may_carry_the_checkpoint_bytes_instead_of_its_path(tmp_path, monkeypatch):
+    """What a Ray job sends to a node that does not have the file: the same labels, and its copy
+    of the file is gone when the job ends (such copies were left in /tmp)."""
+    import tempfile
+
+    from training.labelling import label_with_teacher
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     by_path = label_decisions((CLASSIC, "classic", 5, 4))
     by_bytes = label_decisions((Path(CLASSIC).read_bytes(), "classic", 5, 4))
     for key in LABEL_KEYS:
         np.testing.assert_array_equal(by_bytes[key], by_path[key])
+    label_with_teacher((Path(CLASSIC).read_bytes(), "classic", "simple", 5, 2))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_suit_symmetric_file_is_labelled_by_its_network_alone(tmp_path):

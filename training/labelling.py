@@ -33,13 +33,12 @@ plays each rollout alone. ``benchmarks/bench_labelling.py`` measures the cost pe
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 import random
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import islice
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -133,18 +132,21 @@ def unpack_job(job: tuple) -> LabelJob:
     return LabelJob(checkpoint, rules, seed, count, rollout)
 
 
-def checkpoint_file(checkpoint: str | bytes) -> str:
-    """A path to the job's checkpoint: the path itself, or for the file's bytes (what a Ray job
-    carries to another node) a copy written once per process into the temporary folder."""
+@contextmanager
+def checkpoint_file(checkpoint: str | bytes) -> Iterator[str]:
+    """A path to the job's checkpoint while the ``with`` block lasts: the path itself, or for the
+    file's bytes (what a Ray job carries to another node) a copy in the temporary folder, removed
+    when the block ends (the job has loaded the policy by then)."""
     if isinstance(checkpoint, str):
-        return checkpoint
-    digest = hashlib.sha256(checkpoint).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / f"okgin-labelling-{os.getpid()}-{digest}.pt"
-    if not path.exists():
-        partial = path.with_suffix(".partial")
-        partial.write_bytes(checkpoint)
-        partial.replace(path)
-    return str(path)
+        yield checkpoint
+        return
+    handle, name = tempfile.mkstemp(prefix="okgin-labelling-", suffix=".pt")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(checkpoint)
+        yield name
+    finally:
+        os.unlink(name)
 
 
 def labelling_config(checkpoint: str, rules: str):
@@ -295,9 +297,9 @@ def label_with_teacher(job: tuple[str, str, str, int, int]) -> dict[str, np.ndar
 
     checkpoint, rules, teacher_spec, seed, count = job
     torch.set_num_threads(1)
-    path = checkpoint_file(checkpoint)
-    config = labelling_config(path, rules)
-    student = load_policy(path, rules=config, suit_symmetric=False)  # the network itself: see the docstring
+    with checkpoint_file(checkpoint) as path:
+        config = labelling_config(path, rules)
+        student = load_policy(path, rules=config, suit_symmetric=False)  # the network itself: see the docstring
     teacher = make_player(teacher_spec, seed=seed, rules=config)
     opponent = SimpleBot(seed=random.Random(seed).getrandbits(32))
     records: dict[str, list] = {k: [] for k in LABEL_KEYS}
@@ -343,11 +345,11 @@ def _label_decisions(job: tuple, rollout_batch: int) -> dict[str, np.ndarray]:
     job = unpack_job(job)
     if rollout_batch < 1:
         raise ValueError(f"rollout_batch must be at least 1, got {rollout_batch}")
-    checkpoint = checkpoint_file(job.checkpoint)
     torch.set_num_threads(1)
-    config = labelling_config(checkpoint, job.rules)
-    check_rollout_player(job.rollout, config)
-    policy = load_policy(checkpoint, rules=config, suit_symmetric=False)  # the network itself: see the docstring
+    with checkpoint_file(job.checkpoint) as checkpoint:
+        config = labelling_config(checkpoint, job.rules)
+        check_rollout_player(job.rollout, config)
+        policy = load_policy(checkpoint, rules=config, suit_symmetric=False)  # the network itself: see the docstring
     rng = random.Random(job.seed)
     # simple at the match tables draws its tie-breaks from the job's generator, shared with the
     # continuation seeds, in the order the decisions come: the same job gives the same labels.
