@@ -68,8 +68,24 @@ def test_a_resume_with_other_measurement_settings_is_refused_and_a_refused_start
     with pytest.raises(ValueError, match="eval_seed: 900001 -> 5; hands: 4 -> 6"):
         run_curve(dataclasses.replace(config, hands=6, eval_seed=5, milestones="0.001 0.002"), root, resume=True)
     assert len(list(csv.DictReader(open(root / "curve.csv")))) == 1
+    with pytest.raises(ValueError, match="hyper.learning_rate: 0.0003 -> 0.0001"):
+        run_curve(dataclasses.replace(config, milestones="0.001 0.002", hyper=Hyperparameters(learning_rate=1e-4)),
+                  root, resume=True)
     run_curve(dataclasses.replace(config, milestones="0.001 0.002", workers=2), root, resume=True)
     assert [int(row["hands"]) for row in csv.DictReader(open(root / "curve.csv"))] == [4, 4]
+
+
+def test_a_curve_trains_with_the_hyperparameters_it_is_given(tmp_path: Path):
+    """PPO's constants come from Python, as training.train's (``CurveConfig.hyper``)."""
+    import json
+
+    hyper = Hyperparameters(learning_rate=1e-4, final_learning_rate_fraction=0.5)
+    run_curve(CurveConfig(milestones="0.001", hands=4, num_tables=4, device="cpu", hyper=hyper), tmp_path / "curve")
+    recorded = json.loads((tmp_path / "curve" / "train" / "config.json").read_text())["config"]["hyper"]
+    assert recorded["learning_rate"] == 1e-4 and recorded["final_learning_rate_fraction"] == 0.5
+    from training.curve import COMMAND
+
+    assert "--hyper" not in COMMAND.parser().format_help()  # (not a flag: from Python only)
 
 
 @pytest.mark.parametrize("milestones", ["", "1 0.5", "x", "0", "1 1", "0.0000001", "nan"])

@@ -37,7 +37,7 @@ from pathlib import Path
 from .cli import MAX_SEED, Command, check_settings, make_run_dir, setting
 from .manifest import check_manifest, write_manifest
 from .model import NETWORKS
-from .train import TrainConfig
+from .train import Hyperparameters, TrainConfig
 
 PROG = "python -m training.curve"
 
@@ -71,6 +71,8 @@ class CurveConfig:
     network: str = setting(TrainConfig.network, "the policy network (training.model; a curve begun before "
                            "2026-12-07, when training.train had no --network, trained the mlp: resume it with "
                            "--network mlp)", choices=tuple(NETWORKS))
+    hyper: Hyperparameters = setting(Hyperparameters(), "PPO's constants (from Python, as training.train's; the "
+                                     "measured curves used the defaults)")
 
 
 def milestones_of(config: CurveConfig) -> list[int]:
@@ -95,7 +97,7 @@ def train_config(config: CurveConfig, decisions: int):
     return TrainConfig(seed=config.seed, network=config.network, rules="standard", total_decisions=decisions,
                        num_tables=config.num_tables, bc_updates=config.bc_updates, opponent_pool="simple",
                        device=config.device, episode="round", round_reward="win", eval_every=10**9, eval_matches=20,
-                       minutes=config.minutes)
+                       minutes=config.minutes, hyper=config.hyper)
 
 
 def measure(policy_path: Path, hands: int, seed: int, workers: int = 1) -> dict[str, float]:
