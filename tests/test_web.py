@@ -937,9 +937,9 @@ def test_a_fifo_as_the_record_file_is_refused_at_start(tmp_path):
 def test_the_table_commands_write_records_with_the_same_flag():
     """okgin-eval, okgin-play and okgin-web all write game records with ``--record FILE``
     (okgin-web's older ``--record-games`` stays an alias); ``--records`` is okgin-web's file to replay."""
-    from okgin_env import eval_cli, play
+    from okgin_env import eval_cli, play_cli
 
-    parsers = {"okgin-eval": eval_cli.build_parser(), "okgin-play": play.build_parser(), "okgin-web": server.build_parser()}
+    parsers = {"okgin-eval": eval_cli.build_parser(), "okgin-play": play_cli.build_parser(), "okgin-web": server.build_parser()}
     for name, parser in parsers.items():
         assert "--record" in parser._option_string_actions, name
     web = server.build_parser()
