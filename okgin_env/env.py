@@ -428,15 +428,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
             gymnasium.logger.warn("You are calling render method without specifying any render mode.")
             return None
-        from . import render as table
+        from .render import render
 
-        if self.render_mode == "rgb_array":
-            return table.render_rgb(self)
-        text = table.render_text(self)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return render(self, self.render_mode)
 
     def close(self) -> None:
         pass

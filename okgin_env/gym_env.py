@@ -78,7 +78,10 @@ class GymEnv(gymnasium.Env):
         self._build_opponents(opponent_seed)
         self.observation_space = self.aec.observation_spaces[self.aec.possible_agents[0]]["observation"]
         self.action_space = gymnasium.spaces.Discrete(NUM_ACTIONS)
-        self.render_mode = env_options.get("render_mode")
+        # The table is drawn from the learner's side by this env (render(), and after reset and step
+        # in "human" mode); the AEC env would draw it at every opponent's turn from that seat.
+        self.render_mode = self.aec.render_mode
+        self.aec.render_mode = None
         self._mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         self._episodes = 0
         self._started = False
@@ -161,6 +164,8 @@ class GymEnv(gymnasium.Env):
         observation, info = self._learner_view()
         info["opponent_reward_before_first_move"] = reward
         info["episodes_without_learner"] = redeals
+        if self.render_mode == "human":
+            self.render()
         return observation, info
 
     def step(self, action: int):
@@ -183,6 +188,8 @@ class GymEnv(gymnasium.Env):
         truncated = bool(self.aec.truncations[self.learner])
         self._over = terminated or truncated
         observation, info = self._learner_view()
+        if self.render_mode == "human":
+            self.render()
         return observation, float(reward), terminated, truncated, info
 
     def _play_opponents(self) -> float:
@@ -207,4 +214,9 @@ class GymEnv(gymnasium.Env):
         return self._mask.astype(bool)
 
     def render(self):
-        return self.aec.render()
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        from .render import render
+
+        return render(self.aec, self.render_mode, seat=self.learner_seat)

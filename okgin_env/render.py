@@ -4,6 +4,8 @@
 best melds grouped, the discard pile, the knock limit, the stock, the match scores, whose turn and
 the phase; other seats show only what is public (card counts, cards known to be held). When a
 round is over it shows the showdown: every hand with its melds, layoffs, deadwood and points.
+``seat=`` shows the table from that seat's side whoever is to act (the single-agent env shows
+its learner's): the acting player's hand is then hidden like any other.
 
 ``render_rgb(env)`` draws the same table as an ``H x W x 3`` uint8 image with Pillow (the
 ``render`` extra: ``pip install okgin[render]``), imported only when a picture is asked for.
@@ -139,8 +141,21 @@ def _showdown_text(raw: Any, outcome: Any) -> list[str]:
 # ----------------------------------------------------------------------------- text
 
 
-def render_text(env: Any) -> str:
-    """The table as text (``render_mode="ansi"``; ``"human"`` prints it)."""
+def render(env: Any, mode: str, seat: int | None = None) -> Any:
+    """What ``env.render()`` gives in ``mode``, from ``seat``'s side (None: the acting player's):
+    an image (``"rgb_array"``), the text (``"ansi"``), or None after printing it (``"human"``)."""
+    if mode == "rgb_array":
+        return render_rgb(env, seat)
+    text = render_text(env, seat)
+    if mode == "human":
+        print(text)
+        return None
+    return text
+
+
+def render_text(env: Any, seat: int | None = None) -> str:
+    """The table as text (``render_mode="ansi"``; ``"human"`` prints it), from ``seat``'s side
+    (None: the acting player's)."""
     raw = _raw(env)
     st = raw.round_state
     match = raw.match
@@ -178,22 +193,23 @@ def render_text(env: Any) -> str:
             lines.append(f"Match over: {winner} wins ({score_label}: {scores}).")
         return "\n".join(lines)
 
-    seat = st.current
+    viewer = st.current if seat is None else seat
     for k in range(1, n):
-        other = (seat + k) % n
+        other = (viewer + k) % n
         known = from_mask(st.known[other])
         text = f"{_agent(raw, other)}: {st.hands[other].bit_count()} cards"
         if known:
             text += f", known to hold {_cards(_display_order(known))}"
         lines.append(text)
-    lines.append(f"To act: {_agent(raw, seat)} · phase: {PHASE_NAMES[st.phase]}")
-    hand = st.hand(seat)
+    lines.append(f"To act: {_agent(raw, st.current)} · phase: {PHASE_NAMES[st.phase]}")
+    hand = st.hand(viewer)
     melds, loose = _grouped(hand)
     deadwood = sum(card_value(c) for c in loose)
-    lines.append(f"{_agent(raw, seat)}'s hand: {_grouped_text(melds, loose)} (deadwood {deadwood})")
-    if _taken_card_held_back(st):
-        lines.append(f"  took {card_symbol(st.taken_card)} from the pile: it may not be thrown this turn")
-    lines.append("Legal: " + ", ".join(action_str(a) for a in st.legal_actions()))
+    lines.append(f"{_agent(raw, viewer)}'s hand: {_grouped_text(melds, loose)} (deadwood {deadwood})")
+    if viewer == st.current:
+        if _taken_card_held_back(st):
+            lines.append(f"  took {card_symbol(st.taken_card)} from the pile: it may not be thrown this turn")
+        lines.append("Legal: " + ", ".join(action_str(a) for a in st.legal_actions()))
     return "\n".join(lines)
 
 
@@ -341,8 +357,9 @@ def _hand_groups(cards: list[int]) -> list[tuple[list[int], Any]]:
     return [(m, None) for m in melds] + [(loose, None)]
 
 
-def render_rgb(env: Any) -> np.ndarray:
-    """The table as an ``H x W x 3`` uint8 image (``render_mode="rgb_array"``)."""
+def render_rgb(env: Any, seat: int | None = None) -> np.ndarray:
+    """The table as an ``H x W x 3`` uint8 image (``render_mode="rgb_array"``), from ``seat``'s
+    side (None: the acting player's)."""
     raw = _raw(env)
     st = raw.round_state
     match = raw.match
@@ -363,13 +380,16 @@ def render_rgb(env: Any) -> np.ndarray:
 
     outcome = st.outcome if over else None
     rows = {row["seat"]: row for row in _showdown_rows(raw, outcome)} if outcome else {}
-    viewer = st.current if not over else (outcome.knocker if outcome and outcome.knocker is not None else 0)
+    if seat is not None:
+        viewer = seat
+    else:
+        viewer = st.current if not over else (outcome.knocker if outcome and outcome.knocker is not None else 0)
 
     # Other seats, one row each, in turn order after the viewer.
     y = 70
     for k in range(1, n):
         seat = (viewer + k) % n
-        y = _draw_seat_row(table, raw, st, seat, y, rows.get(seat), small=True) + 8
+        y = _draw_seat_row(table, raw, st, seat, y, rows.get(seat), small=True, face_up=False) + 8
 
     # Centre: stock, discard top, knock limit, phase / result.
     cy = y + 10
@@ -406,12 +426,13 @@ def render_rgb(env: Any) -> np.ndarray:
     y = cy + CARD_H + 40
 
     # The viewer: the acting player's hand (or the knocker's showdown row).
-    _draw_seat_row(table, raw, st, viewer, y, rows.get(viewer), small=False)
+    _draw_seat_row(table, raw, st, viewer, y, rows.get(viewer), small=False, face_up=True)
     return table.array()
 
 
-def _draw_seat_row(table: _Table, raw: Any, st: Any, seat: int, y: float, row: dict | None, small: bool) -> float:
-    """One seat: a label line and its cards. Returns the y below the row."""
+def _draw_seat_row(table: _Table, raw: Any, st: Any, seat: int, y: float, row: dict | None, small: bool,
+                   face_up: bool) -> float:
+    """One seat: a label line and its cards (``face_up``: the viewer's). Returns the y below the row."""
     agent = _agent(raw, seat)
     h = SMALL_H if small else CARD_H
     if row is not None:  # showdown: every hand face up, melds grouped, layoffs outlined
@@ -424,11 +445,12 @@ def _draw_seat_row(table: _Table, raw: Any, st: Any, seat: int, y: float, row: d
         if row["layoffs"]:
             table.text((end, y + 24 + h / 2), "laid off", size=13, fill=LAYOFF, anchor="lm")
         return y + 24 + h + 14
-    if seat == st.current:  # the acting player: face up, melds grouped
+    if face_up:  # the viewer: face up, melds grouped
         hand = st.hand(seat)
         _, loose = _grouped(hand)
         deadwood = sum(card_value(c) for c in loose)
-        table.text((30, y), f"{agent} (to act): {len(hand)} cards · deadwood {deadwood}", size=16, fill=GOLD)
+        to_act = " (to act)" if seat == st.current else ""
+        table.text((30, y), f"{agent}{to_act}: {len(hand)} cards · deadwood {deadwood}", size=16, fill=GOLD)
         table.groups(30, y + 24, _hand_groups(hand), small)
         return y + 24 + h + 14
     # Another seat: backs, and the cards it is known to hold face up.

@@ -248,3 +248,44 @@ def test_rgb_without_pillow_says_how_to_install(monkeypatch):
     with pytest.raises(ImportError, match=r"okgin\[render\]"):
         env.render()
     assert isinstance(render_text(env), str)  # text needs no Pillow
+
+
+def test_the_single_agent_env_draws_the_table_from_its_learners_side(capsys):
+    """``GymEnv(render_mode="human")`` printed the table at every opponent turn from that seat:
+    the opponent's whole hand. It now draws it after reset and step, from the learner's seat, and
+    never shows a card of another hand that the learner may not see."""
+    from okgin_env.gym_env import GymEnv
+
+    for learner in (0, 1):
+        env = GymEnv(opponents="simple", render_mode="human", learner_seat=learner)
+        capsys.readouterr()
+        observation, info = env.reset(seed=3)
+        raw = env.aec
+        for _ in range(12):
+            printed = capsys.readouterr().out
+            assert printed.count("'s hand:") == 1 and f"player_{learner}'s hand:" in printed, printed
+            if raw.round_state.is_over:
+                break
+            other = 1 - learner
+            hidden = set(raw.round_state.hand(other)) - set(from_mask(raw.round_state.known[other]))
+            shown_cards = set(re.findall(r"\S+", printed.split("'s hand:")[1].splitlines()[0]))
+            assert not {card_symbol(c) for c in hidden} & {w.strip("[]") for w in shown_cards}
+            observation, reward, terminated, truncated, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+            if terminated or truncated:
+                break
+    # The same view as text and as a picture, through render() (the AEC env's default is the acting seat's).
+    env = GymEnv(opponents="simple", render_mode="ansi", learner_seat=1)
+    env.reset(seed=5)
+    assert "player_1's hand:" in env.render() and env.render() == render_text(env.aec, seat=1)
+
+
+def test_a_seat_view_hides_the_acting_players_hand():
+    env = scripted("ansi")
+    raw = env.unwrapped
+    acting = raw.round_state.current
+    other = 1 - acting
+    text = render_text(env, seat=other)
+    assert f"player_{other}'s hand:" in text and f"player_{acting}'s hand:" not in text and "Legal:" not in text
+    assert f"To act: player_{acting}" in text
+    assert render_text(env, seat=acting) == render_text(env)
+    assert render_rgb(env, seat=other).shape == render_rgb(env).shape
