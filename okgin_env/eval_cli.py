@@ -21,11 +21,12 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .episode import DEFAULT_MAX_ROUNDS
 from .eval_results import check_output_prefix, output_paths
 from .evaluate import MAX_WORKERS, EvaluationInterrupted, RecordsNotWritten, evaluate
-from .players import AGENT_FILE, bot_help, is_agent_file
+from .players import AGENT_FILE, bot_help, is_agent_file, parse_bot_spec
 from .policy_loaders import is_policy_file, resolve_policy_spec
 from .signals import sigterm_raises
 from .table_cli import add_table_arguments, table_options
@@ -33,10 +34,13 @@ from .table_cli import add_table_arguments, table_options
 
 
 
-def _input_files(specs: Sequence[str]) -> list[str]:
-    """The files the policy specs read (policy files, agent files), where they name one."""
+def _input_files(specs: Sequence[Any]) -> list[str]:
+    """The files the player specs read (policy files, agent files, and those named in a bot's
+    settings, such as ``search:policy=FILE.pt``), where they name one."""
     files = []
     for spec in specs:
+        if not isinstance(spec, str):
+            continue
         if is_agent_file(spec):
             files.append(AGENT_FILE.fullmatch(spec)["path"])
         elif is_policy_file(spec):
@@ -44,12 +48,19 @@ def _input_files(specs: Sequence[str]) -> list[str]:
                 files.append(resolve_policy_spec(spec)[1])
             except ValueError:  # a malformed spec: evaluate reports it
                 pass
+        elif ":" in spec:
+            try:
+                settings = parse_bot_spec(spec)[1]
+            except ValueError:  # a malformed spec: evaluate reports it
+                continue
+            files += _input_files(list(settings.values()))
     return files
 
 
 def check_distinct_outputs(out: str | None, record: str | None, policies: Sequence[str]) -> None:
     """A ValueError, before any game, where two outputs are one file (the later one would replace
-    the earlier, and both would be reported written) or an output is a policy being evaluated."""
+    the earlier, and both would be reported written) or an output is a file a player reads
+    (okgin-eval's and okgin-play's check)."""
     outputs = [*(output_paths(out) if out else ()), *([record] if record else [])]
     seen: dict[str, str] = {}
     for path in outputs:
@@ -60,7 +71,8 @@ def check_distinct_outputs(out: str | None, record: str | None, policies: Sequen
     inputs = {os.path.realpath(path) for path in _input_files(policies)}
     for real, path in seen.items():
         if real in inputs:
-            raise ValueError(f"the output {path!r} is a file being evaluated: it would be overwritten; give another name")
+            raise ValueError(f"the output {path!r} is a file being evaluated (a player reads it): it would be "
+                             "overwritten; give another name")
 
 
 def build_parser() -> argparse.ArgumentParser:

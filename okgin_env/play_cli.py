@@ -43,9 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if is_policy_file(args.opponent) and os.path.isfile(resolve_policy_spec(args.opponent)[1]):
                 print(f"Loading the opponent {clipped(args.opponent, 200)} ...", flush=True)
             if args.record is not None:
+                from .eval_cli import check_distinct_outputs
                 from .records import check_record_path
 
                 check_record_path(args.record)
+                check_distinct_outputs(None, args.record, [args.opponent])  # never over the opponent's own file
             game = Game(
                 args.opponent, args.seed, rules, args.episode, num_players, args.seat, **options
             )

@@ -112,6 +112,28 @@ def test_outputs_that_are_one_file_or_an_input_are_refused_before_the_run(tmp_pa
     assert victim.read_text().startswith("from okgin_env") and sorted(os.listdir(tmp_path)) == ["victim.py"]
 
 
+def test_an_output_that_a_bots_settings_read_is_refused_and_okgin_play_refuses_its_opponents_file(tmp_path, capsys):
+    """Probe 5: ``search:policy=FILE.pt`` read a network that ``--record FILE.pt`` then replaced;
+    okgin-play --record wrote the game over its opponent's policy or agent file."""
+    import shutil
+
+    from okgin_env.play_cli import main as play_main
+
+    network = tmp_path / "net.pt"
+    shutil.copy("checkpoints/okgin_classic.pt", network)
+    before = network.read_bytes()
+    assert main([f"search:policy={network},rollouts=2", "random", "--matches", "2", "--no-progress",
+                 "--record", str(network)]) == 2
+    assert "is a file being evaluated" in capsys.readouterr().err
+    agent = tmp_path / "agent.py"
+    agent.write_text("from okgin_env.bots import SimpleBot as Agent\n")
+    for opponent, victim in ((str(network), network), (f"{agent}:Agent", agent)):
+        assert play_main(["--opponent", opponent, "--record", str(victim), "--seed", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "is a file being evaluated (a player reads it)" in err and err.count("\n") == 1
+    assert network.read_bytes() == before and agent.read_text().startswith("from okgin_env")
+
+
 def test_out_creates_its_folder(tmp_path, capsys):
     prefix = tmp_path / "new" / "folder" / "res"
     assert main(["simple", "random", "--matches", "2", "--episode", "round", "--no-progress", "--out", str(prefix)]) == 0
