@@ -29,3 +29,10 @@ def clipped(text: str, limit: int = MESSAGE_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def failure(error: BaseException) -> str:
+    """``"RuntimeError: the first line of its message"``: how a message names a failure of someone
+    else's code (a user's agent) in one line."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {clipped(text.splitlines()[0], 200) if text else '(no message)'}"

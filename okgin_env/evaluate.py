@@ -78,20 +78,20 @@ from typing import Any
 import numpy as np
 from gymnasium.utils import seeding
 
-from .episode import EPISODES
+from .echo import shown
+from .episode import DEFAULT_MAX_ROUNDS, EPISODES
 from .eval_results import KINDS, Z95, EvalResults, PairResult, wilson_interval
-from .episode import DEFAULT_MAX_ROUNDS
-from .match_loop import check_max_rounds, play_match
+from .match_loop import PolicyError, check_max_rounds, play_match
+from .players import check_player, make_player, player_label
 from .policy_loaders import (
     PolicyLoadError,
     install_loaders,
     register_policy_loader,
     registered_loaders,
 )
-from .signals import signals_ignored
 from .records import check_record_path, game_record, write_records
-from .players import check_player, make_player, player_label
 from .rules.config import RulesConfig, check_seed, is_int, make_config
+from .signals import signals_ignored
 
 __all__ = [
     "EPISODES",
@@ -144,7 +144,10 @@ def play_game(task: Task) -> dict[str, Any]:
     rng, _ = seeding.np_random(task.env_seed)  # the same generator env.reset(seed=...) makes
     rounds: list[Any] = []
     on_round = (lambda match, _outcome: rounds.append(match.round)) if task.record else None
-    game = play_match(config, policies, rng, episode=task.episode, max_rounds=task.max_rounds, on_round=on_round)
+    try:
+        game = play_match(config, policies, rng, episode=task.episode, max_rounds=task.max_rounds, on_round=on_round)
+    except PolicyError as error:  # named by its spec: in a mirrored pair, either player may sit in either seat
+        raise PolicyError(error.seat, f"{shown(player_label(task.specs[error.seat]))}: {error}") from None
     a = task.a_seat
     won = {f"{kind}_{side}": 0 for kind in KINDS for side in "ab"}
     a_points = 0.0

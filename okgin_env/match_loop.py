@@ -25,6 +25,7 @@ knock): the match then ends *truncated*.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,10 +33,31 @@ from typing import Any
 
 import numpy as np
 
-from .episode import DEFAULT_MAX_ROUNDS, EPISODES, check_max_rounds, round_cap_reached, seat_observation
+from .echo import failure, shown
+from .episode import (
+    DEFAULT_MAX_ROUNDS,
+    EPISODES,
+    check_max_rounds,
+    round_cap_reached,
+    seat_observation,
+)
+from .rules.actions import NUM_ACTIONS
 from .rules.config import RulesConfig
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
+
+
+class PolicyError(ValueError):
+    """A policy failed at a decision of ``play_match``: its ``act`` raised, or returned no legal
+    action id. ``seat`` is whose policy; the message says what happened in one line."""
+
+    def __init__(self, seat: int, message: str):
+        super().__init__(message)
+        self.seat = seat
+
+    def __reduce__(self) -> tuple:  # (so that it crosses from a worker process intact)
+        return PolicyError, (self.seat, str(self))
+
 
 DecisionHook = Callable[[MatchState, int, dict[str, np.ndarray]], Any]
 RoundHook = Callable[[MatchState, RoundOutcome], Any]
@@ -78,7 +100,8 @@ def play_match(
 
     ``rng`` deals every round (``gymnasium.utils.seeding.np_random(s)`` deals as
     ``raw_env.reset(seed=s)`` does); ``deck``/``dealer`` fix the first round as the env's reset
-    options do. Illegal actions raise the engine's ValueError.
+    options do. A policy that raises, or returns no legal action id, ends the match with a
+    ``PolicyError`` (a ValueError) naming its seat.
     """
     if episode not in EPISODES:
         raise ValueError(f"episode={episode!r}; allowed: {', '.join(EPISODES)}")
@@ -100,10 +123,18 @@ def play_match(
             stopped = True
             break
         start = time.perf_counter()
-        action = policies[seat].act(observation)
+        try:
+            action = policies[seat].act(observation)
+        except Exception as error:  # the policy's own failure: named with its seat, in one line
+            raise PolicyError(seat, f"player_{seat}'s policy raised {failure(error)}") from error
         seconds[seat] += time.perf_counter() - start
         decisions[seat] += 1
-        outcome = match.apply(int(action))
+        action_id = _action_id(seat, action)
+        try:
+            checked = match.round.checked(action_id)
+        except ValueError as error:
+            raise PolicyError(seat, f"player_{seat}'s policy played an illegal move: {error}") from None
+        outcome = match.apply_unchecked(checked)
         if outcome is None:
             continue
         outcomes.append(outcome)
@@ -130,3 +161,14 @@ def play_match(
         stopped=stopped,
         match=match,
     )
+
+
+def _action_id(seat: int, action: Any) -> int:
+    """``action`` as an int (a Python, numpy or 0-d torch integer; not a bool); a PolicyError otherwise."""
+    try:
+        if isinstance(action, (bool, np.bool_)):
+            raise TypeError
+        return operator.index(action)
+    except TypeError:
+        raise PolicyError(seat, f"player_{seat}'s policy played {shown(action)}, which is no action id (an int "
+                                f"in 0..{NUM_ACTIONS - 1})") from None

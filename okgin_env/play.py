@@ -46,7 +46,7 @@ from typing import Any
 
 from .env import check_action_id, raw_env
 from .players import check_player, make_player, player_label
-from .echo import clipped, shown
+from .echo import failure, shown
 from .rules.config import RulesConfig, check_seed
 from .rules.actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, PASS, TAKE_DISCARD
 from .rules.cards import NUM_RANKS, card_str
@@ -143,8 +143,8 @@ class Game:
         observation = self.env.observe(agent)
         try:
             chosen = self.policies[agent].act(observation)
-        except (TypeError, KeyError, IndexError, AttributeError) as error:  # the policy's own failure: one line
-            raise ValueError(f"the opponent {agent} failed to move: {type(error).__name__}: {clipped(str(error), 200)}") from None
+        except Exception as error:  # the policy's own failure (a user's agent, say): one line, the first of its message
+            raise ValueError(f"the opponent {agent} failed to move: {failure(error)}") from None
         try:
             check_action_id(chosen)  # (the env's own check of an action id)
             legal = bool(observation["action_mask"][chosen])

@@ -280,3 +280,17 @@ def test_the_table_commands_share_their_table_flags():
 
     game = GameStore("simple", seed=1, **table_options(web_parser().parse_args(["--rule", "spade_double=true"]))).create()
     assert game.env.config.spade_double  # the web table plays the option it was given
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_agent_that_fails_is_one_line_naming_it(tmp_path, capsys, workers):
+    """Probe 5: an agent whose act raised ended okgin-eval in a 23-line traceback (exit 1), and an
+    illegal move named 'player 0', not the spec that made it (in a mirrored pair either seat)."""
+    agent = tmp_path / "agent.py"
+    agent.write_text("class Fails:\n    def act(self, observation):\n        raise RuntimeError('boom\\nmore')\n\n"
+                     "class Passes:\n    def act(self, observation):\n        return 2\n")
+    for name, message in (("Fails", "'s policy raised RuntimeError: boom"),
+                          ("Passes", "policy played an illegal move: action 2 (pass) is not legal")):
+        assert main(["random", f"{agent}:{name}", "--matches", "2", "--no-progress", "--workers", workers]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"okgin-eval: error: '{agent}:{name}': ") and message in err, err

@@ -116,3 +116,48 @@ def test_bad_arguments():
     for bad in (0, -2, True, 1.5, "3"):
         with pytest.raises(ValueError, match="max_rounds"):
             play_match(config, bots(["simple", "simple"], 0), rng, max_rounds=bad)
+
+
+class _Returns:
+    def __init__(self, value):
+        self.value = value
+
+    def act(self, observation):
+        if isinstance(self.value, Exception):
+            raise self.value
+        return self.value
+
+
+@pytest.mark.parametrize("value, message", [
+    (RuntimeError("boom\nsecond line"), "player_0's policy raised RuntimeError: boom$"),
+    (RuntimeError(), r"player_0's policy raised RuntimeError: \(no message\)$"),
+    ("x", r"player_0's policy played 'x', which is no action id \(an int in 0\.\.106\)$"),
+    (True, r"player_0's policy played True, which is no action id"),
+    (2.0, r"player_0's policy played 2\.0, which is no action id"),
+    (999, r"player_0's policy played an illegal move: action must be an int in 0\.\.106, got 999"),
+    (50, r"player_0's policy played an illegal move: .* legal"),
+])
+def test_a_policy_that_fails_or_plays_no_legal_move_is_named_by_its_seat(value, message):
+    """Probe 5: an agent that raised ended okgin-eval in a traceback; an illegal move was the
+    engine's message, which named no policy."""
+    from okgin_env.match_loop import PolicyError
+
+    config = make_config("classic")
+    rng, _ = seeding.np_random(1)
+    with pytest.raises(PolicyError, match=message) as failure:
+        play_match(config, [_Returns(value), make_bot("random", seed=1)], rng)
+    assert failure.value.seat == 0 and isinstance(failure.value, ValueError) and "\n" not in str(failure.value)
+
+
+def test_a_numpy_or_torch_integer_is_an_action_id():
+    torch = pytest.importorskip("torch")
+    config = make_config("classic")
+    for wrap in (np.int64, lambda a: torch.tensor(a)):
+        class Wrapped:
+            bot = make_bot("simple", seed=2)
+
+            def act(self, observation):
+                return wrap(self.bot.act(observation))
+
+        rng, _ = seeding.np_random(3)
+        assert play_match(config, [Wrapped(), make_bot("simple", seed=1)], rng, episode="round").rounds == 1

@@ -291,7 +291,8 @@ def test_a_game_stopped_midway_is_still_recorded(stop, code, tmp_path, monkeypat
 
 
 @pytest.mark.parametrize("returned, named", [(None, "played None"), (999, "played 999"), (1.9, "played 1.9"),
-                                             ("1", "played '1'"), (KeyError("x"), "failed to move: KeyError")])
+                                             ("1", "played '1'"), (KeyError("x"), "failed to move: KeyError"),
+                                             (RuntimeError("boom\nmore"), "failed to move: RuntimeError: boom")])
 def test_an_opponent_move_that_is_no_legal_action_id_ends_in_one_line_unannounced(returned, named, tmp_path,
                                                                                  monkeypatch, capsys):
     """A user's policy that returns None (a TypeError traceback, exit 1), a float or text (played as
