@@ -50,6 +50,8 @@ EPISODES = ("match", "round")
 REWARDS = ("points", "win")
 #: About ten times the most rounds a simple-vs-simple match took (22 in 1,000 seeded classic matches).
 DEFAULT_MAX_ROUNDS = 200
+#: An episode's settings beside the rule options: what a game record's ``env`` holds besides them.
+EPISODE_OPTIONS = ("episode", "reward", "max_rounds")
 RESET_OPTIONS = ("deck", "dealer")
 #: The ``infos`` key of the match-end house-rule bonuses (``MatchBonus.to_dict()``), at the step that ends the match.
 MATCH_BONUS_INFO = "match_bonus"
@@ -179,6 +181,7 @@ def seat_observation(state: RoundState, scores, target_score: int, seat: int, ob
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "EPISODES",
+    "EPISODE_OPTIONS",
     "MATCH_BONUS_INFO",
     "RESET_OPTIONS",
     "REWARDS",

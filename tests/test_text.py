@@ -424,6 +424,14 @@ def test_text_policy_asks_again_then_raises_or_falls_back():
     fallback = TextPolicy(lambda prompt: 42, retries=0, fallback=make_bot("random", seed=1))
     assert fallback.act(observation) in (TAKE_DISCARD, PASS) and fallback.fallbacks == 1
     assert TextPolicy(lambda p: "x", fallback=lambda obs: PASS, retries=0).act(observation) == PASS
+    assert TextPolicy(lambda p: "x", fallback=lambda obs: np.int64(PASS), retries=0).act(observation) == PASS
+    for move in (50, "x", 1.0, True, -1, None):  # probe 5: passed on (50) or numpy's words ("x")
+        with pytest.raises(TextPolicyError, match=r"the fallback played .*, which is not a legal action id now \(legal: "):
+            TextPolicy(lambda p: "x", fallback=lambda obs, move=move: move, retries=0).act(observation)
+    # A game record's env names its episode, reward and round cap beside the rules: a config too (probe 5).
+    record_env = {**env.config.to_dict(), "episode": "round", "reward": "win", "max_rounds": 200}
+    assert TextPolicy(lambda p: "take", config=record_env).act(observation) == TAKE_DISCARD
+    assert describe(observation, record_env) == describe(observation, env.config)
     for bad in [dict(retries=-1), dict(retries=1.5), dict(fallback=3), dict(config="poker"), dict(config={"gin": 1})]:
         with pytest.raises(ValueError):
             TextPolicy(lambda p: "pass", **bad)

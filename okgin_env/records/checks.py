@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..echo import shown
-from ..episode import DEFAULT_MAX_ROUNDS, EPISODES, REWARDS, check_max_rounds
+from ..episode import DEFAULT_MAX_ROUNDS, EPISODE_OPTIONS, EPISODES, REWARDS, check_max_rounds
 from ..rules.actions import NUM_ACTIONS
 from ..rules.cards import NUM_CARDS, card_str
 from ..rules.config import OPTION_NAMES, PRESETS, is_int, make_config
@@ -21,8 +21,6 @@ FORMAT = "okgin.game"
 VERSION = 1
 #: The top-level fields every record has; any other is an extra, kept as read.
 REQUIRED = ("format", "version", "env", "players", "rounds", "scores")
-#: The env options of a record besides the rule options (``OPTION_NAMES``).
-ENV_OWN = ("episode", "reward", "max_rounds")
 #: The fields of a round that are checked; any other is kept as read.
 ROUND_FIELDS = ("deck", "dealer", "actions", "scores_after", "reshuffles", "outcome")
 #: How deeply a record's JSON may nest lists and objects (the record itself: ``rounds[0].outcome.points``).
@@ -102,9 +100,9 @@ def checked_fields(data: Any) -> dict[str, Any]:
 def _parse_env(env: Any) -> dict[str, Any]:
     if not isinstance(env, dict):
         _fail("env", f"expected an object of env options, got {type(env).__name__}")
-    unknown = sorted(set(env) - set(OPTION_NAMES) - set(ENV_OWN))
+    unknown = sorted(set(env) - set(OPTION_NAMES) - set(EPISODE_OPTIONS))
     if unknown:
-        _fail("env", f"unknown option(s) {unknown} (from a newer okgin?); known: {', '.join((*OPTION_NAMES, *ENV_OWN))}")
+        _fail("env", f"unknown option(s) {unknown} (from a newer okgin?); known: {', '.join((*OPTION_NAMES, *EPISODE_OPTIONS))}")
     for name, value in env.items():  # every env option is a number, true/false, text or null
         if isinstance(value, (list, dict)):
             what = "list" if isinstance(value, list) else "object"

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
+from ..episode import EPISODE_OPTIONS
 from ..observation import ObservationView, view
 from ..rules.actions import DISCARD_BASE, KNOCK_BASE, TAKE_DISCARD, action_str
 from ..rules.cards import NUM_RANKS, card_str, from_mask
@@ -93,6 +94,12 @@ def _title(name: str) -> str:
     return name if name.startswith("player_") else name[0].upper() + name[1:]
 
 
+def rule_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The rule options of a mapping: a game record's ``env`` also names its episode, reward and
+    round cap, which are no rules."""
+    return {key: value for key, value in config.items() if key not in EPISODE_OPTIONS}
+
+
 def rules_of(config: Any, num_players: int) -> RulesConfig | None:
     """``config`` as a ``RulesConfig`` for this player count: None, a ``RulesConfig``, a preset
     name or a mapping of rule options (as ``make_config`` takes them)."""
@@ -103,7 +110,7 @@ def rules_of(config: Any, num_players: int) -> RulesConfig | None:
     elif isinstance(config, str):
         rules = make_config(config, num_players=num_players)
     elif isinstance(config, Mapping):
-        options = dict(config)
+        options = rule_options(config)
         options.setdefault("num_players", num_players)
         rules = make_config(**options)
     else:

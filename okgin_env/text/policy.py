@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
+from ..echo import shown
 from ..rules.config import RulesConfig, is_int, make_config
 from ..rules.showdown import RoundOutcome
-from .describe import describe, describe_outcome, rules_of
+from .describe import describe, describe_outcome, rule_options, rules_of
 from .parse import parse
 
 INSTRUCTIONS = """\
@@ -94,16 +97,21 @@ class TextPolicy:
             except ValueError as error:
                 self.refused += 1
                 problem = str(error)
-            shown = reply if isinstance(reply, str) else repr(reply)
+            echoed = reply if isinstance(reply, str) else repr(reply)
             prompt = (
-                f"{self.prompt(observation)}\n\nYour reply {shown!r} could not be played: {problem}.\n"
+                f"{self.prompt(observation)}\n\nYour reply {echoed!r} could not be played: {problem}.\n"
                 "Answer again with exactly one legal move."
             )
         if self.fallback is None:
             raise TextPolicyError(f"no usable reply after {self.retries + 1} asks; the last was refused: {problem}")
         self.fallbacks += 1
         act = getattr(self.fallback, "act", self.fallback)
-        return int(act(observation))
+        action = act(observation)
+        mask = observation["action_mask"]
+        if not is_int(action) or not 0 <= action < len(mask) or not mask[action]:
+            raise TextPolicyError(f"the fallback played {shown(action)}, which is not a legal action id now (legal: "
+                                  f"{[int(a) for a in np.flatnonzero(mask)]})")
+        return int(action)
 
 
 def _check_config(config: Any) -> None:
@@ -114,7 +122,7 @@ def _check_config(config: Any) -> None:
     if isinstance(config, str):
         make_config(config)
     elif isinstance(config, Mapping):
-        make_config(**dict(config))
+        make_config(**rule_options(config))
     else:
         rules_of(config, 2)  # raises: the ValueError naming what a config may be
 
