@@ -17,10 +17,13 @@ def prepare_output_folder(folder: str, refusal: str) -> None:
         raise ValueError(f"{refusal}: {existing!r} is not a folder")
     try:
         os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"{refusal}: cannot make folder {folder!r}: {error.strerror or error}") from None
+    try:
         with tempfile.TemporaryFile(dir=folder):
             pass
-    except OSError as error:
-        raise ValueError(f"{refusal}: folder {folder!r}: {error.strerror or error}") from None
+    except OSError as error:  # (a file system such as /proc, read-only, or without the rights)
+        raise ValueError(f"{refusal}: cannot create a file in folder {folder!r}: {error.strerror or error}") from None
 
 
 __all__ = ["prepare_output_folder"]

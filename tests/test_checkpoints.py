@@ -157,6 +157,11 @@ def test_a_file_that_holds_code_is_refused_in_one_line_without_advice_to_run_it(
     with pytest.raises(CheckpointError, match=r"junk.pt cannot be read \(corrupt or not a torch file\)") as error:
         load_checkpoint(junk)
     assert "\n" not in str(error.value) and "weights_only" not in str(error.value)
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    with pytest.raises(CheckpointError, match=r"empty.pt cannot be read \(corrupt or not a torch file\): the file "
+                                              r"ends before its data \(EOFError\)$"):
+        load_checkpoint(empty)  # (the reason was empty)
 
 
 def test_a_penalty_checkpoint_does_not_load_for_classic_play(tmp_path, shipped_payload):

@@ -95,6 +95,10 @@ def test_an_unwritable_out_is_found_before_the_run(tmp_path, no_games, capsys):
     for prefix in (a_file / "results", a_file / "deeper" / "results", tmp_path / "taken"):
         assert main(["simple", "random", "--matches", "2", "--no-progress", "--out", str(prefix)]) == 2
         assert "cannot write results to" in capsys.readouterr().err
+    # A folder that exists but takes no file is not called missing (probe 5: "/proc: No such file").
+    if os.path.isdir("/proc"):  # (procfs takes no new file, even from root)
+        assert main(["simple", "random", "--matches", "2", "--no-progress", "--record", "/proc/okgin.jsonl"]) == 2
+        assert "cannot create a file in folder '/proc'" in capsys.readouterr().err
 
 
 def test_outputs_that_are_one_file_or_an_input_are_refused_before_the_run(tmp_path, no_games, capsys):

@@ -602,3 +602,64 @@ def test_write_records_makes_a_missing_folder(tmp_path):
     (tmp_path / "plain").write_text("")
     with pytest.raises(OSError, match="cannot write game records to"):
         write_records(tmp_path / "plain" / "games.jsonl", [record])  # a file where the folder should be
+
+
+# ----------------------------------------------------------------------------- probe 5
+
+
+def test_json_has_no_nan_or_infinity_so_records_hold_none(classic, tmp_path):
+    record = GameRecord.from_dict(classic)
+    record.extras["note"] = float("nan")
+    path = tmp_path / "nan.jsonl"
+    with pytest.raises(ValueError, match="record 0: a number is NaN or infinite, which JSON cannot hold"):
+        write_records(path, [record])
+    assert not path.exists()
+    line = json.dumps({**classic, "note": 0})
+    for text, message in (("NaN", "NaN is no JSON number"), ("-Infinity", "-Infinity is no JSON number"),
+                          ("1e999", "1e999 is too large for a number")):
+        path.write_text(line.replace('"note": 0', f'"note": {text}') + "\n")
+        with pytest.raises(ValueError, match=f"line 1: {re.escape(message)}"):
+            read_records(path)
+
+
+def test_append_ends_a_last_line_left_without_its_newline(classic, tmp_path):
+    path = tmp_path / "edited.jsonl"
+    path.write_text(json.dumps(classic))  # edited by hand: no final newline
+    assert write_records(path, [classic], append=True) == 1
+    assert len(read_records(path)) == 2
+    assert write_records(path, [classic], append=True) == 1 and len(read_records(path)) == 3
+
+
+def test_one_record_instead_of_a_list_and_extras_named_like_fields_are_refused(classic, tmp_path):
+    path = tmp_path / "one.jsonl"
+    for one in (classic, GameRecord.from_dict(classic)):
+        with pytest.raises(ValueError, match="got a single record: write \\[record\\]"):
+            write_records(path, one)
+    record = GameRecord.from_dict(classic)
+    record.extras["scores"] = [0, 100]
+    with pytest.raises(ValueError, match=r"extras \['scores'\] are named like a record's own fields"):
+        write_records(path, [record])
+    assert not path.exists()
+
+
+def test_an_unfinished_game_claims_no_winner(classic, tmp_path, capsys):
+    data = copy.deepcopy(classic)
+    data["rounds"][-1]["actions"] = data["rounds"][-1]["actions"][:3]
+    data["rounds"][-1].pop("outcome", None)
+    data["rounds"][-1]["scores_after"] = data["rounds"][-2]["scores_after"]
+    data.update(finished=False, winner=None, truncated=False, scores=data["rounds"][-2]["scores_after"])
+    replay(GameRecord.from_dict(data))
+    for key, value in (("winner", 1), ("truncated", True)):
+        assert f"{key} {value!r} recorded, " in str(mismatch({**data, key: value}))
+
+
+def test_the_checker_goes_through_every_file_and_refuses_an_empty_one(classic, tmp_path, capsys):
+    good, empty, bad = tmp_path / "good.jsonl", tmp_path / "empty.jsonl", tmp_path / "bad.jsonl"
+    write_records(good, [classic])
+    empty.write_text("")
+    bad.write_text("{}\n")
+    assert records_main([str(good), str(empty), str(good)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("every one replays exactly") == 2 and "no game records in it" in captured.err
+    assert records_main([str(bad), str(good)]) == 2
+    assert capsys.readouterr().out.count("every one replays exactly") == 1

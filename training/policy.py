@@ -184,7 +184,9 @@ def _unreadable(path: Path, error: Exception) -> str:
     if code:
         return f"checkpoint {path} holds code ({code.group(1)}), not only weights, and is refused: reading it would run that code"
     reason = text.partition("WeightsUnpickler error:")[2].partition("Check the documentation")[0] or text
-    return f"checkpoint {path} cannot be read (corrupt or not a torch file): {' '.join(reason.split())}"
+    reason = " ".join(reason.split()) or (  # (an empty file's EOFError has no message)
+        "the file ends before its data (EOFError)" if isinstance(error, EOFError) else type(error).__name__)
+    return f"checkpoint {path} cannot be read (corrupt or not a torch file): {reason}"
 
 
 def _check_metadata(path: Path, meta: dict[str, Any]) -> None:

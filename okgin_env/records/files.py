@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import secrets
 import stat
@@ -25,7 +26,7 @@ from ..episode import DEFAULT_MAX_ROUNDS
 from ..output_folder import prepare_output_folder
 from ..rules.config import RulesConfig
 from ..rules.round import RoundState
-from .checks import FORMAT, MAX_DEPTH, VERSION, checked_fields, copy_json
+from .checks import FORMAT, MAX_DEPTH, REQUIRED, VERSION, checked_fields, copy_json
 
 try:
     import fcntl
@@ -63,6 +64,10 @@ class GameRecord:
         return copy_json(self._fields())
 
     def _fields(self) -> dict[str, Any]:
+        named = sorted(set(REQUIRED) & set(self.extras or {}))
+        if named:  # an extra would replace the field of that name without a word
+            raise ValueError(f"extras {named} are named like a record's own fields; set the record's "
+                             f"{', '.join(named)} themselves, or give the extras other names")
         head = {"format": self.format, "version": self.version, "env": self.env, "players": self.players}
         return {**head, "scores": self.scores, **self.extras, "rounds": self.rounds}
 
@@ -163,12 +168,17 @@ def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mappin
     disk) leaves the file as it was and raises an ``OSError`` naming the path; a device or a pipe
     (``/dev/stdout``) is written to directly. ``append`` adds the lines under a lock on the file,
     so that writers in several threads or processes each add theirs whole and none is lost."""
+    if isinstance(records, (GameRecord, Mapping)):
+        raise ValueError("records must be a list (an iterable) of records; got a single record: write [record]")
     lines = []
     for index, record in enumerate(records):
         try:  # parsing copies, so the line is what was checked
             checked = parse_record(record)
-            lines.append(json.dumps(checked._fields(), separators=(",", ":"), default=_json_number) + "\n")
+            lines.append(json.dumps(checked._fields(), separators=(",", ":"), default=_json_number,
+                                    allow_nan=False) + "\n")
         except (TypeError, ValueError) as error:
+            if "JSON compliant" in str(error):  # json's words for NaN and infinities, which JSON has not
+                error = ValueError("a number is NaN or infinite, which JSON cannot hold")
             raise ValueError(f"record {index}: {error}") from None
     data = "".join(lines).encode("utf-8")
     try:
@@ -215,11 +225,13 @@ def _append(path: str, data: bytes) -> None:
     """``data`` after the end of the regular file ``path`` (made if missing): O_APPEND under an
     exclusive ``flock``, never a copy renamed over the file, which would drop lines another writer
     appended meanwhile. A failed write is cut back off, leaving the file as it was."""
-    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    handle = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         if fcntl is not None:
             fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file is closed
         size = os.fstat(handle).st_size
+        if size and os.pread(handle, 1, size - 1) != b"\n":  # a last line without its end (edited by hand)
+            data = b"\n" + data
         try:
             view = memoryview(data)
             while view:
@@ -280,14 +292,31 @@ def read_records(path: str | os.PathLike) -> list[GameRecord]:
 def _loads(text: str) -> Any:
     """The JSON of one line; a ValueError saying what is wrong with it (never a RecursionError)."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_finite, parse_float=_finite)
     except json.JSONDecodeError as error:
         raise ValueError(f"not valid JSON: {error.msg} (column {error.colno}); a truncated line?") from None
+    except _NotFinite as error:
+        raise ValueError(str(error)) from None
     except RecursionError:
         raise ValueError(f"JSON nested too deeply to read; a record nests at most {MAX_DEPTH} levels") from None
     except ValueError:  # json's other refusal: an int too long for Python to read
         limit = sys.get_int_max_str_digits()
         raise ValueError(f"a number of more than {limit} digits; a record's numbers have at most {limit}") from None
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _not_finite(name: str) -> None:
+    raise _NotFinite(f"{name} is no JSON number (a record's numbers are finite)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(f"{text[:40]} is too large for a number (a record's numbers are finite)")
+    return value
 
 
 def parse_record(data: Any) -> GameRecord:

@@ -205,10 +205,11 @@ def _check_result(record: GameRecord, env: Any, game: int, outcome: RoundOutcome
     scores = list(env.match.scores)
     if record.scores != scores:
         raise RecordMismatch(game, last, at, f"final scores {record.scores} recorded, {scores} replayed")
-    if not record.finished:
-        return
-    truncated = any(env.truncations.values())
-    winner = outcome.winner if env.episode == "round" and outcome is not None else env.match.winner
+    if not record.finished:  # a game left during a round: no winner, not truncated
+        truncated, winner = False, None
+    else:
+        truncated = any(env.truncations.values())
+        winner = outcome.winner if env.episode == "round" and outcome is not None else env.match.winner
     for key, replayed in (("truncated", truncated), ("winner", winner)):
         if key in record.extras and record.extras[key] != replayed:
             raise RecordMismatch(game, last, at, f"{key} {record.extras[key]!r} recorded, {replayed!r} replayed")
