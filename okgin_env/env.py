@@ -95,8 +95,8 @@ from .episode import (
 )
 from .observation import check_observation, layout_for
 from .registration import register_envs
-from .rules.actions import NUM_ACTIONS
-from .rules.config import RulesConfig, is_int, make_config
+from .rules.actions import NUM_ACTIONS, action_index
+from .rules.config import RulesConfig, make_config
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
 from .state import encode_state, state_bounds
@@ -115,10 +115,13 @@ class ResetRequiredError(RuntimeError, AttributeError):
     ``hasattr(env, "agents")`` stays False before reset, as PettingZoo's tools expect."""
 
 
-def check_action_id(action: Any) -> None:
-    """ValueError unless ``action`` is an action id: an int (Python or numpy, not a bool) in 0..106."""
-    if not is_int(action) or not 0 <= action < NUM_ACTIONS:
+def check_action_id(action: Any) -> int:
+    """``action`` as a Python int if it is an action id: an integer (``rules.actions.action_index``:
+    Python, numpy, a 0-d integer array or tensor; not a bool or float) in 0..106; else a ValueError."""
+    index = action_index(action)
+    if index is None or not 0 <= index < NUM_ACTIONS:
         raise ValueError(f"action must be an action id (an int in 0..{NUM_ACTIONS - 1}), got {action!r}")
+    return index
 
 
 class TerminateIllegalActions(wrappers.TerminateIllegalWrapper):
@@ -129,7 +132,7 @@ class TerminateIllegalActions(wrappers.TerminateIllegalWrapper):
     def step(self, action: Any) -> None:
         agent = self.agent_selection
         if not (self.terminations[agent] or self.truncations[agent]):
-            check_action_id(action)
+            action = check_action_id(action)
         super().step(action)
 
 

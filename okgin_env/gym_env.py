@@ -174,8 +174,8 @@ class GymEnv(gymnasium.Env):
         if self._over:
             raise RuntimeError("the episode is over; call reset()")
         if self.illegal_action == "terminate":
-            check_action_id(action)
-            if not self._mask[int(action)]:
+            action = check_action_id(action)
+            if not self._mask[action]:
                 # Unmasked samplers and checkers send illegal actions: the episode ends with -1.
                 self._over = True
                 observation, info = self._learner_view()

@@ -25,7 +25,6 @@ knock): the match then ends *truncated*.
 
 from __future__ import annotations
 
-import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from .episode import (
     round_cap_reached,
     seat_observation,
 )
-from .rules.actions import NUM_ACTIONS
+from .rules.actions import NUM_ACTIONS, action_index
 from .rules.config import RulesConfig
 from .rules.match import MatchState
 from .rules.showdown import RoundOutcome
@@ -164,11 +163,9 @@ def play_match(
 
 
 def _action_id(seat: int, action: Any) -> int:
-    """``action`` as an int (a Python, numpy or 0-d torch integer; not a bool); a PolicyError otherwise."""
-    try:
-        if isinstance(action, (bool, np.bool_)):
-            raise TypeError
-        return operator.index(action)
-    except TypeError:
+    """``action`` as an int (``rules.actions.action_index``); a PolicyError otherwise."""
+    index = action_index(action)
+    if index is None:
         raise PolicyError(seat, f"player_{seat}'s policy played {shown(action)}, which is no action id (an int "
-                                f"in 0..{NUM_ACTIONS - 1})") from None
+                                f"in 0..{NUM_ACTIONS - 1})")
+    return index

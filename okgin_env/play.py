@@ -146,7 +146,7 @@ class Game:
         except Exception as error:  # the policy's own failure (a user's agent, say): one line, the first of its message
             raise ValueError(f"the opponent {agent} failed to move: {failure(error)}") from None
         try:
-            check_action_id(chosen)  # (the env's own check of an action id)
+            chosen = check_action_id(chosen)  # (the env's own check of an action id)
             legal = bool(observation["action_mask"][chosen])
         except ValueError:
             legal = False

@@ -717,3 +717,36 @@ def test_ace_upcard_allows_one_when_option_off():
     env.reset(options={"deck": deck_with_upcard("AH")})
     assert env.unwrapped.knock_limit == 1
 
+
+
+def test_every_env_reads_an_action_as_the_match_loop_does():
+    """Probe 6: Discrete(107).contains(np.array(1)) holds and the match loop played 0-d integer
+    arrays and tensors, but the envs refused them, so a torch policy that evaluated fine failed
+    as a GymEnv opponent. Bools, floats and text stay refused everywhere."""
+    import okgin_env
+    from okgin_env.rules.actions import action_index
+
+    torch = pytest.importorskip("torch")
+    for good in (3, np.int64(3), np.array(3), torch.tensor(3), np.array(3, dtype=np.uint8)):
+        assert action_index(good) == 3 and type(action_index(good)) is int
+    for bad in (True, np.bool_(True), np.array(True), torch.tensor(True), 3.0, np.float32(3), torch.tensor(3.0),
+                "3", None, np.array([3]), [3]):
+        assert action_index(bad) is None, bad
+    for make in (lambda a: np.array(a), lambda a: torch.tensor(a), np.int16):
+        gym = okgin_env.GymEnv(opponents="simple")
+        _, info = gym.reset(seed=1)
+        assert gym.step(make(int(np.flatnonzero(info["action_mask"])[0])))[4]["action_mask"].any()
+        for env in (okgin_env.env(), okgin_env.env(illegal_action="terminate")):
+            env.reset(seed=1)
+            env.step(make(int(np.flatnonzero(env.last()[0]["action_mask"])[0])))
+
+    class TorchPolicy:
+        def act(self, observation):
+            return torch.tensor(int(np.flatnonzero(observation["action_mask"])[0]))
+
+    gym = okgin_env.GymEnv(opponents=TorchPolicy())
+    _, info = gym.reset(seed=0)
+    for _ in range(30):
+        _, _, terminated, truncated, info = gym.step(int(np.flatnonzero(info["action_mask"])[0]))
+        if terminated or truncated:
+            break

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import operator
+from typing import Any
+
 from .cards import card_str
 
 DRAW_STOCK = 0
@@ -10,6 +13,20 @@ PASS = 2  # decline the upcard on the first turn
 DISCARD_BASE = 3  # 3 + c: discard card c
 KNOCK_BASE = 55  # 55 + c: knock, discarding card c face down
 NUM_ACTIONS = 107
+
+
+def action_index(value: Any) -> int | None:
+    """``value`` as a Python int if it is an integer: a Python or numpy int, or a 0-d integer array
+    or tensor (what ``logits.argmax()`` gives); None for a bool, a float, text or anything else.
+    The one reading of an action every env, the match loop and the rules core share."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or "bool" in str(getattr(value, "dtype", "")):  # True is no action id
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def discard_action(card: int) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_str
+from .actions import DISCARD_BASE, DRAW_STOCK, KNOCK_BASE, NUM_ACTIONS, PASS, TAKE_DISCARD, action_index, action_str
 from .cards import from_mask, to_mask
 from .config import MAX_PLAYERS, RulesConfig, is_int
 from .melds import knock_discards_of_mask, knock_ruled_out
@@ -144,9 +144,10 @@ class RoundState:
         """``action`` as an int if it is legal now; else a ValueError that names the legal actions."""
         legal = self.legal_actions()
         # Type first: ``True in [1, 2]`` and ``1.0 in [1, 2]`` hold in Python, yet neither is an action id.
-        if not is_int(action) or action not in legal:
+        index = action_index(action)
+        if index is None or index not in legal:
             self._reject(action, legal)
-        return int(action)
+        return index
 
     def apply_unchecked(self, action: int) -> None:
         """``apply`` without the legality check, for callers that already checked (batched engines)."""
@@ -164,11 +165,12 @@ class RoundState:
     def _reject(self, action: Any, legal: list[int]) -> None:
         if self.phase is Phase.OVER:
             raise ValueError("the round is over; no action is legal")
-        if not is_int(action) or not 0 <= action < NUM_ACTIONS:
+        index = action_index(action)
+        if index is None or not 0 <= index < NUM_ACTIONS:
             raise ValueError(f"action must be an int in 0..{NUM_ACTIONS - 1}, got {action!r}; legal now: {legal}")
         names = ", ".join(f"{a} ({action_str(a)})" for a in legal)
         raise ValueError(
-            f"action {action} ({action_str(int(action))}) is not legal for player {self.current} "
+            f"action {index} ({action_str(index)}) is not legal for player {self.current} "
             f"in phase {self.phase.name}; legal: {names}"
         )
 
