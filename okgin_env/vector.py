@@ -15,7 +15,7 @@ import gymnasium
 import numpy as np
 
 from .batch import BatchEnv, BatchStep, add_info
-from .episode import check_seed
+from .episode import check_options, check_seed
 from .opponents import (as_batch_policy, check_learner_seat, check_opponent_seed, make_opponent, refuse_old_keyword,
                         reset_seed)
 from .rules.actions import NUM_ACTIONS
@@ -28,6 +28,23 @@ try:  # Gymnasium >= 1.0
     _SAME_STEP: Any = _AutoresetMode.SAME_STEP
 except ImportError:  # pragma: no cover - older Gymnasium
     _SAME_STEP = "SameStep"
+
+
+#: The env options a VectorGymEnv takes besides the rule options (not BatchEnv's buffers).
+VECTOR_OPTIONS = ("rules", "num_players", "episode", "reward", "max_rounds", "observation", "render_mode")
+
+
+def check_vector_options(num_envs: Any, env_options: dict[str, Any]) -> None:
+    """A ValueError naming a bad ``num_envs`` or option by VectorGymEnv's own names (the batch under
+    it would name ``num_games`` and its buffer options)."""
+    if not is_int(num_envs) or num_envs < 1:
+        raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+    if "illegal_action" in env_options:
+        raise ValueError("illegal_action: VectorGymEnv raises a ValueError on an illegal action, naming the game and "
+                         "the legal actions (GymEnv's illegal_action is not offered); give actions from the mask")
+    check_options({key: value for key, value in env_options.items() if key not in VECTOR_OPTIONS},
+                  env_options.get("episode", "match"), env_options.get("reward", "points"),
+                  ("opponents", "learner_seat", "opponent_seed", *VECTOR_OPTIONS))
 
 
 class VectorGymEnv(gymnasium.vector.VectorEnv):
@@ -88,6 +105,7 @@ class VectorGymEnv(gymnasium.vector.VectorEnv):
         **env_options: Any,
     ):
         refuse_old_keyword(env_options)
+        check_vector_options(num_envs, env_options)
         render_mode = env_options.pop("render_mode", None)
         if render_mode is not None:
             raise ValueError(f"render_mode={render_mode!r}; VectorGymEnv does not render: allowed: None")

@@ -633,3 +633,20 @@ def test_batch_observe_takes_one_seat_or_one_per_game():
     for seats in ([0, 1], [[0]]):
         with pytest.raises(ValueError, match=r"seats must be one seat for every game or one per game \(3\)"):
             batch.observe(seats)
+
+
+def test_bad_sizes_and_options_are_named_as_the_vector_env_names_them():
+    """Probe 6: num_envs=0 was refused as 'num_games', and the refusal of an unknown option listed
+    BatchEnv's buffer options (copy, keep_outcomes) but not the vector env's own keywords."""
+    from okgin_env import VectorGymEnv
+
+    with pytest.raises(ValueError, match="^num_envs must be a positive int, got 0$"):
+        VectorGymEnv(0)
+    with pytest.raises(ValueError, match="illegal_action: VectorGymEnv raises a ValueError on an illegal action"):
+        VectorGymEnv(2, illegal_action="terminate")
+    for option in ({"copy": False}, {"keep_outcomes": True}, {"gin": 1}):
+        with pytest.raises(ValueError, match=r"unknown option\(s\) .*; allowed: opponents, learner_seat, "
+                                             r"opponent_seed, rules, num_players") as refused:
+            VectorGymEnv(2, **option)
+        assert "copy" not in str(refused.value).partition("allowed:")[2]
+    assert VectorGymEnv(2, rules="penalty", num_players=3, max_reshuffles=1).num_envs == 2
