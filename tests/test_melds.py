@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -685,3 +686,21 @@ def test_remembered_arrangements_are_handed_out_as_fresh_lists():
     clear_memos()
     assert okgin_env.best_melds(np.array(hand, dtype=np.int64)) == expected
     assert okgin_env.best_melds(np.array(hand, dtype=np.int64)) == expected
+
+
+def test_the_public_solver_functions_refuse_what_is_no_hand():
+    """Probe 6: ids out of range or of other types leaked IndexError, TypeError or 'negative shift
+    count'; a bool was read as a card and a repeated card silently collapsed."""
+    import numpy as np
+
+    import okgin_env
+
+    for function in (okgin_env.deadwood, okgin_env.best_melds):
+        for bad, words in (([60], "got 60"), ([-1], "got -1"), (["AS"], "got 'AS'"), ([1.0], "got 1.0"),
+                           ([True], "got True"), ([0, 0], "AS (0) is given twice"), (5, "got int"),
+                           ("AS 2S", "got str")):
+            with pytest.raises(ValueError, match=re.escape(words)):
+                function(bad)
+    assert okgin_env.deadwood(np.array([0, 1, 2, 12])) == 10 and okgin_env.best_melds((0, 1, 2)) == ([[0, 1, 2]], [])
+    with pytest.raises(ValueError, match="got True"):
+        okgin_env.action_str(True)

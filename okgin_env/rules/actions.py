@@ -38,7 +38,10 @@ def knock_action(card: int) -> int:
 
 
 def action_str(action: int) -> str:
-    """Readable name of an action id, e.g. ``"discard TD"``."""
+    """Readable name of an action id, e.g. ``"discard TD"`` (an action as ``action_index`` reads it)."""
+    given, action = action, action_index(action)
+    if action is None:
+        raise ValueError(f"action must be an int in 0..{NUM_ACTIONS - 1}, got {given!r}")
     if action == DRAW_STOCK:
         return "draw stock"
     if action == TAKE_DISCARD:
@@ -49,4 +52,4 @@ def action_str(action: int) -> str:
         return f"discard {card_str(action - DISCARD_BASE)}"
     if KNOCK_BASE <= action < NUM_ACTIONS:
         return f"knock {card_str(action - KNOCK_BASE)}"
-    raise ValueError(f"action must be an int in 0..{NUM_ACTIONS - 1}, got {action!r}")
+    raise ValueError(f"action must be an int in 0..{NUM_ACTIONS - 1}, got {given!r}")

@@ -77,6 +77,9 @@ def parse_cards(cards: Iterable[str | int] | str) -> list[int]:
     """Parse card ids or texts; a single string may hold several cards separated by spaces."""
     if isinstance(cards, str):
         cards = cards.replace(",", " ").split()
+    elif not isinstance(cards, Iterable):
+        raise ValueError(f"cards must be a text such as 'AS TD' or a collection of card ids or texts, "
+                         f"got {type(cards).__name__}")
     return [card_id(c) for c in cards]
 
 
@@ -84,6 +87,24 @@ def to_mask(cards: Iterable[int]) -> int:
     mask = 0
     for card in cards:
         mask |= 1 << card
+    return mask
+
+
+def checked_mask(cards: Iterable[int]) -> int:
+    """``to_mask`` of a collection of distinct card ids (ints 0..51, not bools or floats); a
+    ValueError naming the first entry that is none, or a repeated card (the public solver
+    functions' check: a card held twice or an id 60 has no deadwood)."""
+    if isinstance(cards, (str, bytes)) or not isinstance(cards, Iterable):
+        raise ValueError(f"cards must be a collection of card ids 0..51 (parse_cards reads a text such as 'AS TD'), "
+                         f"got {type(cards).__name__}")
+    mask = 0
+    for card in cards:
+        if not is_int(card) or not 0 <= card < NUM_CARDS:
+            raise ValueError(f"cards must be card ids 0..51 (ints; card_id reads texts such as 'TD'), got {card!r}")
+        bit = 1 << int(card)
+        if mask & bit:
+            raise ValueError(f"card {card_str(int(card))} ({int(card)}) is given twice; a hand holds each card once")
+        mask |= bit
     return mask
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .cards import NUM_RANKS, SUIT_MASK, from_mask, to_mask
+from .cards import NUM_RANKS, SUIT_MASK, checked_mask, from_mask, to_mask
 from .memo import new_memo, remember
 
 _NO_CARD = 10_000  # "infinite" deadwood for impossible choices (e.g. dropping from an empty suit)
@@ -380,13 +380,13 @@ def in_some_meld(hand: int, card: int) -> bool:
 
 
 def deadwood(cards: Iterable[int]) -> int:
-    """Minimum deadwood of any collection of card ids."""
-    return deadwood_of_mask(to_mask(cards))
+    """Minimum deadwood of any collection of distinct card ids (a ValueError names a bad one)."""
+    return deadwood_of_mask(checked_mask(cards))
 
 
 def best_discard(cards: Iterable[int]) -> tuple[int, list[int]]:
     """``(least deadwood after one discard, every discard that reaches it)``."""
-    mask = to_mask(cards)
+    mask = checked_mask(cards)
     best = best_discard_deadwood_of_mask(mask)
     return best, [c for c, left in deadwood_after_discards(mask, mask) if left == best]
 
@@ -428,7 +428,7 @@ def best_melds(cards: Iterable[int]) -> tuple[list[list[int]], list[int]]:
     Ace up: first no set of that rank, then each of its sets), and the first choice that reaches
     the minimum deadwood is taken; the solver gives the minimum beforehand, so the search stops
     there."""
-    return best_melds_of_mask(int(to_mask(cards)))  # (numpy integer ids give a numpy mask)
+    return best_melds_of_mask(checked_mask(cards))
 
 
 def best_melds_of_mask(mask: int) -> tuple[list[list[int]], list[int]]:
