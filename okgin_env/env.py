@@ -81,6 +81,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
+from .echo import shown
 from .episode import (
     seat_observation,
     DEFAULT_MAX_ROUNDS,
@@ -113,6 +114,14 @@ SET_BY_RESET = frozenset(
 class ResetRequiredError(RuntimeError, AttributeError):
     """The env was used before a successful ``reset()``. Also an AttributeError, so that
     ``hasattr(env, "agents")`` stays False before reset, as PettingZoo's tools expect."""
+
+
+class UnknownAgentError(KeyError, ValueError):
+    """An agent name the env does not have (still a KeyError, as PettingZoo's dicts raise): the
+    message names it and the agents there are."""
+
+    def __str__(self) -> str:  # (a KeyError would show its message quoted)
+        return str(self.args[0])
 
 
 def check_action_id(action: Any) -> int:
@@ -317,10 +326,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         only what that seat may know (``okgin_env.observation``); the mask is all zeros unless
         ``agent`` is the one to act."""
         match = self._require_match()
+        seat = self._seat(agent)
         to_act = agent == self.agent_selection and not self.terminations[agent] and not self.truncations[agent]
         # round_totals: the match-end house-rule bonuses (docs/rules.md §11) stay out of observations.
-        return seat_observation(match.round, match.round_totals, self.config.target_score,
-                                self.agent_name_mapping[agent], self.observation, to_act=to_act)
+        return seat_observation(match.round, match.round_totals, self.config.target_score, seat, self.observation,
+                                to_act=to_act)
 
     def state(self) -> np.ndarray:
         """The full state (``okgin_env.state``): every hand and the stock order. Privileged: for
@@ -396,7 +406,15 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     # ------------------------------------------------------------------ accessors (docs/api.md)
     def hand(self, agent: str) -> list[int]:
         """``agent``'s cards (card ids) now. Hidden information: for tools and tests, not agents."""
-        return self._require_match().round.hand(self.agent_name_mapping[agent])
+        return self._require_match().round.hand(self._seat(agent))
+
+    def _seat(self, agent: Any) -> int:
+        """The seat of the agent named ``agent``; an ``UnknownAgentError`` naming the agents otherwise."""
+        try:
+            return self.agent_name_mapping[agent]
+        except (KeyError, TypeError):
+            raise UnknownAgentError(f"unknown agent {shown(agent)}; the agents are {', '.join(self.possible_agents)}") \
+                from None
 
     @property
     def discard_pile(self) -> list[int]:

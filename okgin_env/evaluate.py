@@ -238,6 +238,9 @@ def _check_run_seed(seed: Any) -> int:
 
 
 def _named(policies: Mapping[str, Any] | Sequence[Any]) -> list[tuple[str, Any]]:
+    if isinstance(policies, str):  # (iterated, "simple random" would be players 's', 'i', ...)
+        raise ValueError(f"policies must be a list or a dict of players, got the text {shown(policies)}; "
+                         "e.g. ['simple', 'random']")
     if isinstance(policies, Mapping):
         items = [(str(name), spec) for name, spec in policies.items()]
     else:
@@ -371,6 +374,11 @@ def _run(tasks: list[Task], workers: int, progress: bool, records: list[dict[str
             return
         import multiprocessing
 
+        for spec in {id(spec): spec for task in tasks for spec in task.specs}.values():
+            if not _picklable(spec):  # (found here, not as a pickling traceback from the pool)
+                raise ValueError(f"policy {shown(player_label(spec))}: with workers > 1 each policy is sent to worker "
+                                 "processes, and this one cannot be (a lambda, a local function or an object that does "
+                                 "not pickle); give a top-level function or class, a player spec, or workers=1")
         context = multiprocessing.get_context("spawn")
         chunk = max(1, min(16, len(tasks) // (workers * 8)))
         loaders = {suffix: loader for suffix, loader in registered_loaders().items() if _picklable(loader)}

@@ -46,7 +46,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from .env import ILLEGAL_ACTION_MODES, check_action_id, raw_env
+from .env import ILLEGAL_ACTION_MODES, ResetRequiredError, check_action_id, raw_env
 from .episode import check_reset_options, check_seed
 from .opponents import (check_learner_seat, check_opponent, check_opponent_seed, decide, make_opponent,
                         refuse_old_keyword, reset_seed)
@@ -211,6 +211,8 @@ class GymEnv(gymnasium.Env):
         return view["observation"], info
 
     def action_masks(self) -> np.ndarray:
+        if not self._started:  # (an all-False mask would leave a masked sampler no move, far from the cause)
+            raise ResetRequiredError("call reset() before action_masks() (no reset has succeeded yet)")
         return self._mask.astype(bool)
 
     def render(self):

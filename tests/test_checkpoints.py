@@ -228,3 +228,12 @@ def test_importing_training_registers_its_loader_with_okgin_env():
     done = subprocess.run([sys.executable, "-c", check], cwd=Path(__file__).resolve().parents[1],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_bad_thread_count_is_named_before_the_file_is_read():
+    """Probe 6: threads=0 was torch's RuntimeError, after the whole file was loaded."""
+    from training import load_policy
+
+    for threads in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=r"threads=.*; allowed: None \(torch's own setting\) or a positive int"):
+            load_policy("pretrained:classic", threads=threads)

@@ -750,3 +750,28 @@ def test_every_env_reads_an_action_as_the_match_loop_does():
         _, _, terminated, truncated, info = gym.step(int(np.flatnonzero(info["action_mask"])[0]))
         if terminated or truncated:
             break
+
+
+def test_an_unknown_agent_and_a_mask_before_reset_are_named():
+    """Probe 6: hand('player_5') was a bare KeyError; GymEnv.action_masks() before reset an
+    all-False mask (a masked sampler then fails far from the cause)."""
+    import okgin_env
+    from okgin_env.env import ResetRequiredError
+
+    env = okgin_env.raw_env()
+    env.reset(seed=0)
+    for agent in ("player_5", 0, None):
+        for read in (env.hand, env.observe):
+            with pytest.raises(KeyError, match="unknown agent .*; the agents are player_0, player_1"):
+                read(agent)
+    with pytest.raises(ResetRequiredError, match="call reset\\(\\) before action_masks\\(\\)"):
+        okgin_env.GymEnv().action_masks()
+
+
+def test_layout_for_takes_only_the_player_counts_there_are():
+    from okgin_env.observation import layout_for
+
+    for count in (0, 1, 5, -1, True, "2", 2.0):
+        with pytest.raises(ValueError, match=r"num_players=.*; allowed: 2, 3, 4"):
+            layout_for(count)
+    assert [layout_for(n).size for n in (2, 3, 4)] == [378, 485, 592]

@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils import seeding
 
 import okgin_env
-from okgin_env.bots import SimpleBot
+from okgin_env.bots import SimpleBot, make_bot
 from okgin_env.eval_cli import main
 from okgin_env.players import parse_bot_spec
 from okgin_env import policy_loaders
@@ -548,3 +548,13 @@ def test_a_pair_without_a_finished_game_shows_no_nan():
     table = results.table(wide=True)
     assert "nan" not in table and "[0.0, 100.0]" not in table
     assert table.splitlines()[2].split()[:4] == ["simple", "vs", "random", "0"]
+
+
+def test_a_text_of_names_and_a_policy_no_worker_can_receive_are_named():
+    """Probe 6: evaluate('simple random') said "unknown player 's'"; a lambda with workers=2 was
+    the pool's pickling traceback."""
+    with pytest.raises(ValueError, match="policies must be a list or a dict of players, got the text 'simple random'"):
+        evaluate("simple random", matches=2, progress=False)
+    with pytest.raises(ValueError, match="with workers > 1 each policy is sent to worker processes"):
+        evaluate({"a": lambda seed=None: make_bot("simple", seed=seed), "b": "random"}, matches=2, workers=2,
+                 progress=False)

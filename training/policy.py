@@ -442,6 +442,8 @@ def load_policy(
     where the table's ``spade_double`` is on); ``None``: as the file's metadata says (default
     off). Loading does not draw from torch's global random generator.
     """
+    if threads is not None and (not is_int(threads) or threads < 1):
+        raise ValueError(f"threads={threads!r}; allowed: None (torch's own setting) or a positive int")
     if isinstance(rules, str) and rules in PRESETS and num_players is None:
         num_players = make_config(rules).num_players
     payload = load_checkpoint(path, rules=rules, num_players=num_players)

@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..rules.cards import NUM_CARDS
+from ..rules.config import is_int
 
 OBSERVATION_VERSION = 1
 
@@ -115,7 +116,10 @@ def _size(num_players: int, observation: str = "cards") -> int:
 
 
 def layout_for(num_players: int, observation: str = "cards") -> ObservationLayout:
-    return ObservationLayout(num_players, check_observation(observation))
+    """The layout of ``num_players`` (2, 3 or 4) and the ``observation`` option; a ValueError otherwise."""
+    if not is_int(num_players) or num_players not in PLAYER_COUNTS:
+        raise ValueError(f"num_players={num_players!r}; allowed: {', '.join(map(str, PLAYER_COUNTS))}")
+    return ObservationLayout(int(num_players), check_observation(observation))
 
 
 def layout_of(observation: np.ndarray) -> ObservationLayout:
