@@ -35,4 +35,4 @@ def failure(error: BaseException) -> str:
     """``"RuntimeError: the first line of its message"``: how a message names a failure of someone
     else's code (a user's agent) in one line."""
     text = str(error).strip()
-    return f"{type(error).__name__}: {clipped(text.splitlines()[0], 200) if text else '(no message)'}"
+    return f"{type(error).__name__}: {clipped(text.splitlines()[0], 200)}" if text else type(error).__name__

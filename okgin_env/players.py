@@ -47,6 +47,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from .echo import failure
 from .policy_loaders import is_policy_file, load_policy_file, parse_settings, shown, takes_keyword
 from .pretrained import PREFIX, PRETRAINED
 from .rules.config import OPTION_NAMES, RulesConfig, make_config
@@ -134,11 +135,6 @@ def is_agent_file(spec: Any) -> bool:
     return isinstance(spec, str) and AGENT_FILE.fullmatch(spec) is not None
 
 
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
-
-
 def _agent_module(path: str, text: str) -> ModuleType:
     """The module of an agent file, imported once per process (a ValueError or FileNotFoundError naming it)."""
     real = os.path.realpath(path)
@@ -158,7 +154,7 @@ def _agent_module(path: str, text: str) -> ModuleType:
         module.__spec__.loader.exec_module(module)
     except (Exception, SystemExit) as error:  # whatever the file raises, the tools report in one line
         del sys.modules[name]
-        raise ValueError(f"player {shown(text)}: importing {shown(path)} failed: {_first_line(error)}") from error
+        raise ValueError(f"player {shown(text)}: importing {shown(path)} failed: {failure(error)}") from error
     _AGENT_MODULES[real] = module
     return module
 
@@ -185,7 +181,7 @@ def _agent_from_file(text: str, seed: int | None, config: RulesConfig | None) ->
         agent = target(**arguments)
     except Exception as error:  # noqa: BLE001 - the user's constructor: one line, naming it
         shown_args = ", ".join(f"{key}=..." for key in arguments)
-        raise ValueError(f"player {shown(text)}: {name}({shown_args}) failed: {_first_line(error)}") from error
+        raise ValueError(f"player {shown(text)}: {name}({shown_args}) failed: {failure(error)}") from error
     if not is_policy_object(agent):
         raise ValueError(f"player {shown(text)}: {name}() gave a {type(agent).__name__} object, which has no "
                          "act(observation)")
