@@ -11,6 +11,7 @@ thousands deep, records that would replay into huge answers, idle and stalled co
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import subprocess
@@ -278,9 +279,10 @@ def test_illegal_moves_are_refused_with_a_clear_message_and_change_nothing():
         response = client.post(f"{url}/move", json={"action": bad})
         assert response.status_code == 400, bad
         assert "action id (an int in 0..106)" in response.get_json()["error"] and "legal now: 1 (take discard)" in response.get_json()["error"]
-    for body in ({}, {"move": 1}):
-        response = client.post(f"{url}/move", json=body)
-        assert response.status_code == 400 and '{"action": id}' in response.get_json()["error"]
+    response = client.post(f"{url}/move", json={})
+    assert response.status_code == 400 and '{"action": id}' in response.get_json()["error"]
+    response = client.post(f"{url}/move", json={"move": 1})  # a misspelt field is named, not ignored
+    assert response.status_code == 400 and response.get_json()["error"] == "unknown field(s) ['move']; allowed: action"
     response = client.post(f"{url}/move", data="not json", content_type="application/json")
     assert response.status_code == 400 and "JSON object" in response.get_json()["error"]
     response = client.post(f"{url}/next", json={})
@@ -1003,3 +1005,60 @@ def test_a_dangling_link_as_the_record_file_is_refused_at_start(tmp_path):
     with pytest.raises(ValueError, match=r"is a link to .*gone/games\.jsonl', which does not exist"):
         GameStore("simple", record_games=str(link))
     assert not (tmp_path / "gone").exists()
+
+
+# ----------------------------------------------------------------------------- probe 7
+
+
+def test_a_second_upload_is_refused_at_once_and_a_bad_byte_is_named_by_line(record_file, monkeypatch):
+    """An upload waiting for the slot held a worker thread up to 10 s: nine of them stalled the
+    game API. A byte that is no UTF-8 was Python's codec message with an offset in the whole file."""
+    import time
+
+    from okgin_env.web import replay as replay_module
+
+    app = server.create_app(GameStore("simple"))
+    client = app.test_client()
+    text = record_file.read_text(encoding="utf-8")
+    with app.extensions["okgin"]["upload_slot"]:  # another upload is being read
+        start = time.monotonic()
+        response = client.post("/api/records?name=b.jsonl", data=text, content_type=NDJSON)
+        assert response.status_code == 503 and time.monotonic() - start < 2
+    assert client.post("/api/records?name=b.jsonl", data=text, content_type=NDJSON).status_code == 201
+    lines = text.encode("utf-8").splitlines(keepends=True)
+    response = client.post("/api/records?name=bad.jsonl", data=lines[0] + b"\xe9\n", content_type=NDJSON)
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith("cannot read bad.jsonl: bad.jsonl, line 2: not UTF-8 text")
+    monkeypatch.setattr(replay_module, "MAX_UPLOAD_GAMES", 1)
+    response = client.post("/api/records?name=two.jsonl", data=text, content_type=NDJSON)
+    assert response.status_code == 400 and "two.jsonl holds 2 games; an upload may hold at most 1" in response.get_json()["error"]
+
+
+def test_unknown_fields_huge_numbers_and_negative_indexes_are_named(record_file):
+    client = server.create_app(GameStore("simple")).test_client()
+    response = client.post("/api/games", json={"oponent": "random"})  # a typo played the default opponent
+    assert response.status_code == 400 and response.get_json()["error"] == "unknown field(s) ['oponent']; allowed: opponent"
+    url = f"/api/games/{client.post('/api/games', json={}).get_json()['game_id']}"
+    response = client.post(f"{url}/next", json={"round": 2})
+    assert response.status_code == 400 and "allowed: none (send {})" in response.get_json()["error"]
+    response = client.post(f"{url}/move", data='{"action": ' + "1" * 5000 + "}", content_type="application/json")
+    assert response.status_code == 400 and "a number of more than" in response.get_json()["error"]
+    summary = client.post("/api/records?name=g.jsonl", data=record_file.read_text(encoding="utf-8"),
+                          content_type=NDJSON).get_json()
+    for path in (f"/api/records/{summary['id']}/games/-1", f"/api/records/{summary['id']}/games/0/rounds/-1"):
+        response = client.get(path)
+        assert response.status_code == 404 and "it holds" in response.get_json()["error"], path
+
+
+def test_the_command_line_refuses_a_pipe_to_replay_and_a_file_to_add_records_to_that_holds_none(tmp_path, record_file,
+                                                                                                 capsys):
+    """--records FIFO held the start forever; --record notes.txt added records after the notes."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert server.main(["--records", str(fifo), "--port", "0"]) == 2
+    assert "is not a regular file (a folder, a pipe or a device)" in capsys.readouterr().err
+    notes = tmp_path / "notes.txt"
+    notes.write_text("My notes\nline two")
+    assert server.main(["--record", str(notes), "--port", "0"]) == 2
+    assert "cannot add game records to" in capsys.readouterr().err and notes.read_text() == "My notes\nline two"
+    GameStore("simple", record_games=str(record_file))  # a record file takes more

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..echo import clipped
 from ..episode import DEFAULT_MAX_ROUNDS
 from ..output_folder import prepare_output_folder
 from ..rules.config import RulesConfig
@@ -137,10 +138,12 @@ def game_record(
     )
 
 
-def check_record_path(path: str | os.PathLike, *, regular: bool = False) -> str:
+def check_record_path(path: str | os.PathLike, *, regular: bool = False, appending: bool = False) -> str:
     """A ValueError now (before any game) if a record file cannot be written at ``path``; creates
     its folder if missing (as ``okgin-eval --out`` does). ``regular``: refuse a device or a pipe
-    too (a server must not block on a FIFO nobody reads)."""
+    too (a server must not block on a FIFO nobody reads). ``appending``: records will be added
+    after the file's lines, so a file that is there must begin with a game record (notes or
+    another file's text would no longer read as records)."""
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
     if not os.path.basename(path):
@@ -156,7 +159,26 @@ def check_record_path(path: str | os.PathLike, *, regular: bool = False) -> str:
     prepare_output_folder(folder, f"cannot write game records to {path!r}")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise ValueError(f"cannot write game records to {path!r}: the file is not writable")
+    if appending and os.path.isfile(path):
+        _check_first_record(path)
     return path
+
+
+def _check_first_record(path: str) -> None:
+    """A ValueError unless the file's first line that is not blank is a game record (or there is none)."""
+    with open(path, "rb") as file:
+        for number, raw in enumerate(iter(lambda: file.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if not raw.strip():
+                continue
+            try:
+                if len(raw) > MAX_LINE_BYTES:
+                    raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes")
+                parse_record(_loads(raw.decode("utf-8")))
+            except (ValueError, UnicodeDecodeError) as error:
+                reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else str(error)
+                raise ValueError(f"cannot add game records to {path!r}: it is not a record file (line {number}: "
+                                 f"{clipped(reason, 200)}); give a new file or a record file") from None
+            return
 
 
 def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mapping[str, Any]], append: bool = False) -> int:

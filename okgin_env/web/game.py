@@ -331,7 +331,7 @@ class GameStore:
         self._created = 0
         # okgin-web --record: every match played to its end is appended to this file (a
         # regular one: opening a FIFO nobody reads would block the writer for ever).
-        self.record_games = None if record_games is None else check_record_path(record_games, regular=True)
+        self.record_games = None if record_games is None else check_record_path(record_games, regular=True, appending=True)
         self._records: queue.Queue = queue.Queue(MAX_PENDING_RECORDS)
         self._records_pending = 0  # queued or being written; under _records_done
         self._records_done = threading.Condition()

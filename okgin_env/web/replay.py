@@ -43,15 +43,21 @@ from .game import GameError, shown
 
 DEFAULT_MAX_RECORD_SETS = 16
 DEFAULT_MAX_KEPT_BYTES = 64 * 1024 * 1024
+#: Games one upload may hold: each keeps a summary (about 500 bytes) beside its text, and the
+#: upload's answer lists them all.
+MAX_UPLOAD_GAMES = 20_000
 MAX_GAME_ACTIONS = 100_000
 MAX_ROUND_ACTIONS = 2_000
 STARTUP_SET_ID = "records"
 
 
 def read_record_file(path: str | os.PathLike) -> list[Any]:
-    """The games of a record file (``okgin_env.records.read_records``; a ValueError names what is wrong)."""
+    """The games of a record file (``okgin_env.records.read_records``; a ValueError names what is
+    wrong): a regular file (a pipe would hold the server's start until something writes to it)."""
     from ..records import read_records
 
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(f"{os.fspath(path)} is not a regular file (a folder, a pipe or a device); give a record file")
     try:
         records = read_records(path)
     except RecursionError:  # json.loads of a line nested thousands deep
@@ -61,16 +67,21 @@ def read_record_file(path: str | os.PathLike) -> list[Any]:
     return records
 
 
-def read_record_text(text: str, name: str = "upload") -> list[Any]:
-    """The games of a record file's contents (an upload), read by ``read_records`` from a temporary file."""
+def read_record_text(data: bytes | str, name: str = "upload") -> list[Any]:
+    """The games of a record file's contents (an upload), read by ``read_records`` from a temporary
+    file (bytes are decoded line by line there, so a line that is no UTF-8 is named); at most
+    ``MAX_UPLOAD_GAMES`` games."""
     handle, path = tempfile.mkstemp(suffix=".jsonl", prefix="okgin-web-")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data.encode("utf-8") if isinstance(data, str) else data)
         try:
-            return read_record_file(path)
+            records = read_record_file(path)
         except ValueError as error:
             raise ValueError(str(error).replace(path, name)) from error
+        if len(records) > MAX_UPLOAD_GAMES:  # (each game keeps a summary beside its text)
+            raise ValueError(f"{name} holds {len(records):,} games; an upload may hold at most {MAX_UPLOAD_GAMES:,}")
+        return records
     finally:
         os.unlink(path)
 

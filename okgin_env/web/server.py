@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..echo import shown
 from ..players import bot_help
 from ..table_cli import add_table_arguments, table_options
 from .game import DEFAULT_MAX_GAMES, GameError, GameStore, OpponentError
@@ -60,7 +61,6 @@ MAX_JSON_BYTES = 64 * 1024  # any other request body (a move is a few bytes)
 SERVER_THREADS = 8  # requests served at once; more wait in a queue
 MAX_CONNECTIONS = 500  # open connections (each a socket and its buffers, no thread); more wait in the listen backlog
 READ_TIMEOUT_S = 15  # a connection that sends nothing for this long (between requests, or within one) is closed
-UPLOAD_WAIT_S = 10  # how long an upload waits for the one being read before it is refused
 JSON_TYPE = "application/json"
 RECORD_TYPES = ("application/x-ndjson", "application/jsonl", "application/json")
 #: Browsers' ``Sec-Fetch-Site`` values of a request from this server's own page, or typed in by the person.
@@ -135,13 +135,14 @@ def create_app(
     app.json.sort_keys = False
     loopback_only = is_loopback(host)
     upload_slot = threading.Lock()  # one record file parsed at a time: its memory is the most one upload holds
-    app.extensions["okgin"] = {"games": games, "records": records}
+    app.extensions["okgin"] = {"games": games, "records": records, "upload_slot": upload_slot}
 
     def error(message: str, status: int) -> Any:
         return flask.jsonify(error=message), status
 
-    def body() -> dict[str, Any]:
-        """The request's JSON object (``{}`` for an empty body); a GameError says what is wrong."""
+    def body(*fields: str) -> dict[str, Any]:
+        """The request's JSON object (``{}`` for an empty body) holding none but ``fields``; a
+        GameError says what is wrong."""
         request = flask.request
         if request.mimetype != JSON_TYPE:
             got = f"'{request.mimetype}'" if request.mimetype else "none"
@@ -155,12 +156,21 @@ def create_app(
         except RecursionError:
             raise GameError('the JSON body is nested too deeply; send a flat JSON object, e.g. {"action": 3}',
                             status=400) from None
-        except ValueError as err:  # json.JSONDecodeError, or bytes that are no UTF-8/16/32 text
-            reason = err.msg if isinstance(err, json.JSONDecodeError) else "not UTF-8 text"
+        except ValueError as err:  # json.JSONDecodeError, bytes that are no UTF-8/16/32 text, or a huge int
+            if isinstance(err, json.JSONDecodeError):
+                reason = err.msg
+            elif isinstance(err, UnicodeDecodeError):
+                reason = "not UTF-8 text"
+            else:
+                reason = f"a number of more than {sys.get_int_max_str_digits()} digits"
             raise GameError(f'the body is not valid JSON ({reason}); send a JSON object, e.g. {{"action": 3}}',
                             status=400) from None
         if not isinstance(data, dict):
             raise GameError(f'send a JSON object, e.g. {{"action": 3}}; got a JSON {type(data).__name__}', status=400)
+        unknown = sorted(set(data) - set(fields))
+        if unknown:  # (a misspelt field would be ignored: {"oponent": ...} would play the default opponent)
+            allowed = ", ".join(fields) if fields else "none (send {})"
+            raise GameError(f"unknown field(s) {shown(unknown)}; allowed: {allowed}", status=400)
         return data
 
     @app.before_request
@@ -237,7 +247,7 @@ def create_app(
 
     @app.post("/api/games")
     def new_game() -> Any:
-        game = games.create(body().get("opponent"))
+        game = games.create(body("opponent").get("opponent"))
         with game.lock:
             return flask.jsonify(game.state()), 201
 
@@ -250,7 +260,7 @@ def create_app(
     @app.post("/api/games/<game_id>/move")
     def game_move(game_id: str) -> Any:
         game = games.get(game_id)
-        data = body()
+        data = body("action")
         if "action" not in data:
             raise GameError('send the move as {"action": id}; the state lists the legal moves', status=400)
         with game.lock:
@@ -274,23 +284,23 @@ def create_app(
             raise GameError(f"send the record file's text with Content-Type: {RECORD_TYPES[0]} (or "
                             f"{', '.join(RECORD_TYPES[1:])}); got Content-Type {got}", status=415)
         name = request.args.get("name", "upload")[:200]
-        if not upload_slot.acquire(timeout=UPLOAD_WAIT_S):
+        if not upload_slot.acquire(blocking=False):  # (a waiting upload would hold a worker thread doing nothing)
             raise GameError("the server is reading another record file; try again in a moment", status=503)
         try:
             data = request.get_data()
             try:
-                loaded = read_record_text(data.decode("utf-8"), name)
-            except (UnicodeDecodeError, ValueError) as err:
+                loaded = read_record_text(data, name)
+            except ValueError as err:
                 raise GameError(f"cannot read {name}: {err}", status=400) from err
             return flask.jsonify(records.add(name, loaded, lines=game_lines(data)).summary()), 201
         finally:
             upload_slot.release()
 
-    @app.get("/api/records/<set_id>/games/<int:index>")
+    @app.get("/api/records/<set_id>/games/<int(signed=True):index>")
     def record_game(set_id: str, index: int) -> Any:
         return flask.jsonify(records.get(set_id).outline(index))
 
-    @app.get("/api/records/<set_id>/games/<int:index>/rounds/<int:round_index>")
+    @app.get("/api/records/<set_id>/games/<int(signed=True):index>/rounds/<int(signed=True):round_index>")
     def record_round(set_id: str, index: int, round_index: int) -> Any:
         return flask.jsonify(records.get(set_id).frames(index, round_index))
 
@@ -381,8 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"okgin-web: error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
         return 2
     host, port = listening_address(server)
-    shown = f"[{host}]" if ":" in str(host) else host
-    print(f"okgin-web: serving on http://{shown}:{port}/ (opponent {games.opponents[0]}; Ctrl-C stops)", flush=True)
+    address = f"[{host}]" if ":" in str(host) else host
+    print(f"okgin-web: serving on http://{address}:{port}/ (opponent {games.opponents[0]}; Ctrl-C stops)", flush=True)
     if not is_loopback(args.host):
         print("okgin-web: note: bound to a non-loopback address; anyone who can reach it can play", flush=True)
     try:
