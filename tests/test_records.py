@@ -663,3 +663,18 @@ def test_the_checker_goes_through_every_file_and_refuses_an_empty_one(classic, t
     assert captured.out.count("every one replays exactly") == 2 and "no game records in it" in captured.err
     assert records_main([str(bad), str(good)]) == 2
     assert capsys.readouterr().out.count("every one replays exactly") == 1
+
+
+def test_a_named_pipe_nobody_writes_to_reads_as_empty_and_one_with_data_as_usual(classic, tmp_path, capsys):
+    """Probe 5: the checker waited without end on a named pipe that nobody opened for writing."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert read_records(fifo) == []
+    assert records_main([str(fifo)]) == 1 and "no game records in it" in capsys.readouterr().err
+    holder = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # keeps the pipe's data while the writer comes and goes
+    try:
+        with open(fifo, "wb") as pipe:
+            pipe.write((json.dumps(classic) + "\n").encode())
+        assert [record.to_dict() for record in read_records(fifo)] == [classic]
+    finally:
+        os.close(holder)

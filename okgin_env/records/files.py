@@ -283,7 +283,7 @@ def read_records(path: str | os.PathLike) -> list[GameRecord]:
     (before it is read into memory), so that a wrong file such as ``/dev/zero`` ends with an error."""
     name = os.fspath(path)
     records = []
-    with open(path, "rb") as file:
+    with _open_for_reading(name) as file:
         size = os.fstat(file.fileno()).st_size  # 0 for a device or a pipe: counted as read below
         if size > MAX_FILE_BYTES:
             raise ValueError(f"{name}: {size:,} bytes; a record file may hold at most {MAX_FILE_BYTES:,} (is it a record file?)")
@@ -309,6 +309,20 @@ def read_records(path: str | os.PathLike) -> list[GameRecord]:
             except ValueError as error:
                 raise ValueError(f"{where}: {error}") from None
     return records
+
+
+def _open_for_reading(path: str) -> Any:
+    """``open(path, "rb")``, except that a named pipe nobody writes to reads as empty at once (open
+    would wait for a writer without end); a pipe with a writer (``/dev/stdin`` of ``cat x |``) reads as usual."""
+    try:
+        is_pipe = stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        is_pipe = False  # (open names the missing file)
+    if not is_pipe:
+        return open(path, "rb")
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(handle, True)  # (reads then wait for the writer's data, and end when it closes)
+    return os.fdopen(handle, "rb")
 
 
 def _loads(text: str) -> Any:
