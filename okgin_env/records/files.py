@@ -16,7 +16,7 @@ import os
 import secrets
 import stat
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,18 +167,11 @@ def check_record_path(path: str | os.PathLike, *, regular: bool = False, appendi
 def _check_first_record(path: str) -> None:
     """A ValueError unless the file's first line that is not blank is a game record (or there is none)."""
     with open(path, "rb") as file:
-        for number, raw in enumerate(iter(lambda: file.readline(MAX_LINE_BYTES + 1), b""), start=1):
-            if not raw.strip():
-                continue
-            try:
-                if len(raw) > MAX_LINE_BYTES:
-                    raise ValueError(f"longer than {MAX_LINE_BYTES:,} bytes")
-                parse_record(_loads(raw.decode("utf-8")))
-            except (ValueError, UnicodeDecodeError) as error:
-                reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else str(error)
-                raise ValueError(f"cannot add game records to {path!r}: it is not a record file (line {number}: "
-                                 f"{clipped(reason, 200)}); give a new file or a record file") from None
-            return
+        try:
+            next(_records_in(file, path), None)  # (read as read_records reads it: the first record only)
+        except ValueError as error:
+            raise ValueError(f"cannot add game records to {path!r}: it is not a record file ({clipped(str(error), 300)}); "
+                             "give a new file or a record file") from None
 
 
 def write_records(path: str | os.PathLike, records: Iterable[GameRecord | Mapping[str, Any]], append: bool = False) -> int:
@@ -282,33 +275,36 @@ def read_records(path: str | os.PathLike) -> list[GameRecord]:
     A line longer than ``MAX_LINE_BYTES`` or a file longer than ``MAX_FILE_BYTES`` is refused
     (before it is read into memory), so that a wrong file such as ``/dev/zero`` ends with an error."""
     name = os.fspath(path)
-    records = []
     with _open_for_reading(name) as file:
         size = os.fstat(file.fileno()).st_size  # 0 for a device or a pipe: counted as read below
         if size > MAX_FILE_BYTES:
             raise ValueError(f"{name}: {size:,} bytes; a record file may hold at most {MAX_FILE_BYTES:,} (is it a record file?)")
-        read = number = 0
-        while raw := file.readline(MAX_LINE_BYTES + 1):
-            number += 1
-            read += len(raw)
-            where = f"{name}, line {number}"
-            if len(raw) > MAX_LINE_BYTES:
-                raise ValueError(
-                    f"{where}: longer than {MAX_LINE_BYTES:,} bytes, the most a record line may hold (is it a record file?)"
-                )
-            if read > MAX_FILE_BYTES:
-                raise ValueError(f"{where}: the file goes on past {MAX_FILE_BYTES:,} bytes, the most a record file may hold")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise ValueError(f"{where}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-            if not text.strip():
-                continue
-            try:
-                records.append(parse_record(_loads(text)))
-            except ValueError as error:
-                raise ValueError(f"{where}: {error}") from None
-    return records
+        return list(_records_in(file, name))
+
+
+def _records_in(file: Any, name: str) -> Iterator[GameRecord]:
+    """The records of an open record file ``name``, one per line that is not blank, as they are read."""
+    read = number = 0
+    while raw := file.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        read += len(raw)
+        where = f"{name}, line {number}"
+        if len(raw) > MAX_LINE_BYTES:
+            raise ValueError(
+                f"{where}: longer than {MAX_LINE_BYTES:,} bytes, the most a record line may hold (is it a record file?)"
+            )
+        if read > MAX_FILE_BYTES:
+            raise ValueError(f"{where}: the file goes on past {MAX_FILE_BYTES:,} bytes, the most a record file may hold")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{where}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        if not text.strip():
+            continue
+        try:
+            yield parse_record(_loads(text))
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
 
 
 def _open_for_reading(path: str) -> Any:
