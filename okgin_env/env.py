@@ -444,11 +444,6 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> Any:
-        if self.render_mode is None:
-            import gymnasium
-
-            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-            return None
         from .render import render
 
         return render(self, self.render_mode)

@@ -216,9 +216,6 @@ class GymEnv(gymnasium.Env):
         return self._mask.astype(bool)
 
     def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-            return None
         from .render import render
 
         return render(self.aec, self.render_mode, seat=self.learner_seat)

@@ -141,9 +141,15 @@ def _showdown_text(raw: Any, outcome: Any) -> list[str]:
 # ----------------------------------------------------------------------------- text
 
 
-def render(env: Any, mode: str, seat: int | None = None) -> Any:
+def render(env: Any, mode: str | None, seat: int | None = None) -> Any:
     """What ``env.render()`` gives in ``mode``, from ``seat``'s side (None: the acting player's):
-    an image (``"rgb_array"``), the text (``"ansi"``), or None after printing it (``"human"``)."""
+    an image (``"rgb_array"``), the text (``"ansi"``), or None after printing it (``"human"``);
+    None with Gymnasium's warning when the env has no render mode."""
+    if mode is None:
+        import gymnasium
+
+        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+        return None
     if mode == "rgb_array":
         return render_rgb(env, seat)
     text = render_text(env, seat)
@@ -388,8 +394,8 @@ def render_rgb(env: Any, seat: int | None = None) -> np.ndarray:
     # Other seats, one row each, in turn order after the viewer.
     y = 70
     for k in range(1, n):
-        seat = (viewer + k) % n
-        y = _draw_seat_row(table, raw, st, seat, y, rows.get(seat), small=True, face_up=False) + 8
+        other = (viewer + k) % n
+        y = _draw_seat_row(table, raw, st, other, y, rows.get(other), small=True, face_up=False) + 8
 
     # Centre: stock, discard top, knock limit, phase / result.
     cy = y + 10

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..echo import shown
+from ..rules.actions import action_index
 from ..rules.config import RulesConfig, is_int, make_config
 from ..rules.showdown import RoundOutcome
 from .describe import describe, describe_outcome, rule_options, rules_of
@@ -108,10 +109,11 @@ class TextPolicy:
         act = getattr(self.fallback, "act", self.fallback)
         action = act(observation)
         mask = observation["action_mask"]
-        if not is_int(action) or not 0 <= action < len(mask) or not mask[action]:
+        index = action_index(action)  # (the envs' reading of an action)
+        if index is None or not 0 <= index < len(mask) or not mask[index]:
             raise TextPolicyError(f"the fallback played {shown(action)}, which is not a legal action id now (legal: "
                                   f"{[int(a) for a in np.flatnonzero(mask)]})")
-        return int(action)
+        return index
 
 
 def _check_config(config: Any) -> None:

@@ -71,17 +71,20 @@ def read_record_text(data: bytes | str, name: str = "upload") -> list[Any]:
     """The games of a record file's contents (an upload), read by ``read_records`` from a temporary
     file (bytes are decoded line by line there, so a line that is no UTF-8 is named); at most
     ``MAX_UPLOAD_GAMES`` games."""
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    # Counted before anything is parsed (each line that is not blank is one game's record), so that
+    # an upload of too many games is refused without paying for them; each kept game holds a summary.
+    games = sum(1 for line in data.split(b"\n") if line.strip())  # (lines as read_records reads them)
+    if games > MAX_UPLOAD_GAMES:
+        raise ValueError(f"{name} holds {games:,} games; an upload may hold at most {MAX_UPLOAD_GAMES:,}")
     handle, path = tempfile.mkstemp(suffix=".jsonl", prefix="okgin-web-")
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data.encode("utf-8") if isinstance(data, str) else data)
+            out.write(data)
         try:
-            records = read_record_file(path)
+            return read_record_file(path)
         except ValueError as error:
             raise ValueError(str(error).replace(path, name)) from error
-        if len(records) > MAX_UPLOAD_GAMES:  # (each game keeps a summary beside its text)
-            raise ValueError(f"{name} holds {len(records):,} games; an upload may hold at most {MAX_UPLOAD_GAMES:,}")
-        return records
     finally:
         os.unlink(path)
 
